@@ -1,0 +1,57 @@
+"""A registry of the per-question retrieval metrics, which drives the shared invariance tests.
+
+Each entry gives the exact per-question function in one signature, ``f(ranked, grades, k)``, and
+the batch scorer's name for it, so a new metric is tested by adding one line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .retrieval import ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank
+
+
+@dataclass(frozen=True)
+class RetrievalMetric:
+    """A retrieval metric: its per-question function and properties the tests rely on."""
+
+    name: str
+    batch_name: str
+    score: Callable[[Sequence, Mapping[Any, float], int], float]
+    uses_grades: bool = False
+    cut_at_k: bool = True
+    trec_eval_name: str | None = None
+    description: str = ""
+
+
+RETRIEVAL_REGISTRY: dict[str, RetrievalMetric] = {
+    metric.name: metric
+    for metric in (
+        RetrievalMetric(
+            "recall@k", "recall", lambda r, g, k: recall_at_k(r, g, k),
+            trec_eval_name="recall_{k}", description="fraction of relevant gold in the top k",
+        ),
+        RetrievalMetric(
+            "precision@k", "precision", lambda r, g, k: precision_at_k(r, g, k),
+            trec_eval_name="P_{k}", description="fraction of the top k that is relevant",
+        ),
+        RetrievalMetric(
+            "rr", "rr", lambda r, g, k: reciprocal_rank(r, g), cut_at_k=False,
+            trec_eval_name="recip_rank", description="1 / rank of the first relevant document",
+        ),
+        RetrievalMetric(
+            "rr@k", "rr@k", lambda r, g, k: reciprocal_rank(r, g, k=k),
+            description="reciprocal rank within the top k",
+        ),
+        RetrievalMetric(
+            "ndcg@k", "ndcg", lambda r, g, k: ndcg_at_k(r, g, k, gain="exponential"), uses_grades=True,
+            description="nDCG with gain 2^g - 1",
+        ),
+        RetrievalMetric(
+            "ndcg_linear@k", "ndcg", lambda r, g, k: ndcg_at_k(r, g, k, gain="linear"), uses_grades=True,
+            trec_eval_name="ndcg_cut_{k}", description="nDCG with gain g (trec_eval's)",
+        ),
+    )
+}

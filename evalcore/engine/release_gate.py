@@ -1,0 +1,292 @@
+"""The non-inferiority release gate, per metric and per slice.
+
+The rule is decided in advance: **pass** if the lower end of the interval on the difference is
+at least minus the margin; **block** if the whole interval is below zero; otherwise **review**
+(a person decides). The interval is logged with the decision, so reviewers see uncertainty as
+well as direction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ._validation import check_positive_int
+from .bootstrap import BootstrapMethod, paired_bootstrap
+
+GateStatus = Literal["pass", "review", "block"]
+STATUSES: tuple[str, ...] = ("pass", "review", "block")
+DEFAULT_MARGIN = 0.02
+ALL = "all"
+
+
+def _check_margin(margin: Any, metric: str) -> float:
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.floating)) or not math.isfinite(margin) or margin < 0:
+        raise ValueError(f"margin for {metric!r} must be a non-negative number (a tolerated drop), got {margin!r}")
+    return float(margin)
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """One gate decision: the interval on ``candidate - baseline`` and what it means."""
+
+    metric: str
+    status: str
+    mean: float
+    low: float
+    high: float
+    margin: float
+    n: int
+    iterations: int
+    seed: int
+    confidence: float
+    message: str
+    slice: str = ALL
+    higher_is_better: bool = True
+    base_mean: float = math.nan
+    cand_mean: float = math.nan
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def decide(low: float, high: float, *, margin: float, higher_is_better: bool = True) -> str:
+    """Return ``"pass"``, ``"block"`` or ``"review"`` for an interval on ``cand - base``.
+
+    For a metric where lower is better the interval is mirrored first, so that "a drop" always
+    means "worse".
+    """
+    if not higher_is_better:
+        low, high = -high, -low
+    if low >= -margin:
+        return "pass"
+    if high < 0:
+        return "block"
+    return "review"
+
+
+def _message(metric: str, status: str, mean: float, low: float, high: float, higher_is_better: bool) -> str:
+    interval = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+    if status == "pass":
+        return f"{metric}: {interval}"
+    if status == "block":
+        worse = "real drop" if higher_is_better else "real increase"
+        return f"{metric}: {worse} {interval}"
+    return f"{metric}: inconclusive {interval}"
+
+
+def gate(
+    metric: str,
+    base: Sequence[float] | np.ndarray,
+    cand: Sequence[float] | np.ndarray,
+    *,
+    margin: float = DEFAULT_MARGIN,
+    iterations: int = 10_000,
+    seed: int = 7,
+    confidence: float = 0.95,
+    higher_is_better: bool = True,
+    slice: str = ALL,
+    method: BootstrapMethod = "auto",
+    threads: int | None = None,
+) -> GateDecision:
+    """Run the non-inferiority gate on one metric.
+
+    Parameters
+    ----------
+    metric : str
+        Name of the metric, used in the message.
+    base, cand : sequences of float
+        Paired per-question scores (same questions, same order, no NaN).
+    margin : float, default 0.02
+        The largest drop you are willing to ship without discussion.
+    iterations, seed, confidence, method, threads
+        Passed to :func:`paired_bootstrap`.
+    higher_is_better : bool, default True
+        False for metrics where a rise is a regression (latency, hallucination rate).
+    slice : str, default "all"
+        Name of the slice the scores come from, recorded on the decision.
+
+    Returns
+    -------
+    GateDecision
+
+    Examples
+    --------
+    >>> decision = gate("recall@5", [0, 1, 1, 1] * 50, [1, 1, 1, 1] * 50)
+    >>> decision.status, decision.message
+    ('pass', 'recall@5: +0.250 [+0.190, +0.315]')
+    """
+    if not isinstance(metric, str) or not metric:
+        raise ValueError(f"metric must be a non-empty name, got {metric!r}")
+    margin = _check_margin(margin, metric)
+    result = paired_bootstrap(
+        base, cand, iterations=iterations, seed=seed, confidence=confidence, method=method, threads=threads
+    )
+    status = decide(result.low, result.high, margin=margin, higher_is_better=higher_is_better)
+    return GateDecision(
+        metric=metric,
+        status=status,
+        mean=result.mean,
+        low=result.low,
+        high=result.high,
+        margin=margin,
+        n=result.n,
+        iterations=result.iterations,
+        seed=result.seed,
+        confidence=result.confidence,
+        message=_message(metric, status, result.mean, result.low, result.high, higher_is_better),
+        slice=slice,
+        higher_is_better=higher_is_better,
+        base_mean=float(np.mean(np.asarray(base, dtype=float))),
+        cand_mean=float(np.mean(np.asarray(cand, dtype=float))),
+    )
+
+
+def overall_status(statuses: Sequence[str]) -> str:
+    """Return "block" if any decision blocks, else "review" if any needs review, else "pass"."""
+    statuses = list(statuses)
+    if "block" in statuses:
+        return "block"
+    if "review" in statuses:
+        return "review"
+    return "pass"
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """Every (metric, slice) decision of a comparison and the overall status."""
+
+    decisions: tuple[GateDecision, ...]
+    overall: str
+    n_paired: int
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([d.as_dict() for d in self.decisions])
+
+    def blocking(self) -> tuple[GateDecision, ...]:
+        return tuple(d for d in self.decisions if d.status == "block")
+
+
+def gate_frame(
+    base: pd.DataFrame,
+    cand: pd.DataFrame,
+    *,
+    metrics: Sequence[str] | None = None,
+    slice_by: str | None = None,
+    margin: float | Mapping[str, float] = DEFAULT_MARGIN,
+    higher_is_better: Mapping[str, bool] | None = None,
+    iterations: int = 10_000,
+    seed: int = 7,
+    confidence: float = 0.95,
+    min_pairs: int = 10,
+    threads: int | None = None,
+) -> GateReport:
+    """Run the gate for every metric, overall and for every slice, on per-question frames.
+
+    Parameters
+    ----------
+    base, cand : pandas.DataFrame
+        One row per question, indexed by question id, one column per metric (NaN where a
+        question is not scored, such as retrieval metrics of unanswerable questions). Rows are
+        paired on the index; only questions in both are used, and for each metric only the
+        questions scored (not NaN) in both.
+    metrics : sequence of str, optional
+        Columns to gate; by default every numeric column in both frames, except ``slice_by``.
+    slice_by : str, optional
+        Column holding each question's slice (its type); taken from ``base``, or from ``cand``
+        for questions missing there. Decisions are made overall (slice ``"all"``) and per slice.
+    margin : float or mapping metric -> float, default 0.02
+        Margin per metric; metrics missing from a mapping get 0.02.
+    higher_is_better : mapping metric -> bool, optional
+        Direction per metric (default: higher is better).
+    min_pairs : int, default 10
+        A (metric, slice) with fewer paired questions is sent to review without a bootstrap:
+        its interval would mean little.
+    iterations, seed, confidence, threads
+        Passed to :func:`paired_bootstrap`; every decision uses the same seed.
+
+    Returns
+    -------
+    GateReport
+    """
+    if not isinstance(base, pd.DataFrame) or not isinstance(cand, pd.DataFrame):
+        raise TypeError("base and cand must be pandas DataFrames with one row per question")
+    for frame, name in ((base, "base"), (cand, "cand")):
+        if frame.index.has_duplicates:
+            dup = frame.index[frame.index.duplicated()][0]
+            raise ValueError(f"{name} has question {dup!r} more than once; one row per question")
+    min_pairs = check_positive_int(min_pairs, "min_pairs")
+    common = base.index.intersection(cand.index, sort=False)
+    notes: list[str] = []
+    if len(common) == 0:
+        raise ValueError("base and cand share no question ids: a comparison must be paired")
+    if len(common) < max(len(base), len(cand)):
+        notes.append(f"paired on the {len(common)} questions both runs answered ({len(base)} base, {len(cand)} candidate)")
+    b = base.loc[common]
+    c = cand.loc[common]
+    if metrics is None:
+        metrics = [
+            col
+            for col in b.columns
+            if col != slice_by and col in c.columns and pd.api.types.is_numeric_dtype(b[col]) and not pd.api.types.is_bool_dtype(b[col])
+        ]
+    else:
+        missing = [m for m in metrics if m not in b.columns or m not in c.columns]
+        if missing:
+            raise ValueError(f"metric(s) {missing} are not columns of both frames; available: {sorted(set(b.columns) & set(c.columns))}")
+    if not metrics:
+        raise ValueError("no metrics to gate: the frames share no numeric columns")
+    margins = {m: _check_margin(margin.get(m, DEFAULT_MARGIN) if isinstance(margin, Mapping) else margin, m) for m in metrics}
+    directions = {m: bool((higher_is_better or {}).get(m, True)) for m in metrics}
+
+    slices: list[tuple[str, np.ndarray]] = [(ALL, np.ones(len(common), dtype=bool))]
+    if slice_by is not None:
+        if slice_by not in b.columns and slice_by not in c.columns:
+            raise ValueError(f"slice_by column {slice_by!r} is in neither frame")
+        labels = b[slice_by] if slice_by in b.columns else c[slice_by]
+        if slice_by in c.columns:
+            labels = labels.fillna(c[slice_by]) if slice_by in b.columns else labels
+        labels = labels.astype("string").fillna("(none)")
+        for value in sorted(labels.unique()):
+            slices.append((str(value), (labels == value).to_numpy()))
+
+    decisions = []
+    for metric in metrics:
+        bv = pd.to_numeric(b[metric], errors="coerce").to_numpy(dtype=float)
+        cv = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=float)
+        scored = np.isfinite(bv) & np.isfinite(cv)
+        for name, mask in slices:
+            use = scored & mask
+            n = int(use.sum())
+            if n == 0:
+                continue
+            if n < min_pairs:
+                mean = float(np.mean(cv[use] - bv[use]))
+                decisions.append(
+                    GateDecision(
+                        metric=metric, status="review", mean=mean, low=math.nan, high=math.nan,
+                        margin=margins[metric], n=n, iterations=0, seed=seed, confidence=confidence,
+                        message=f"{metric}: too few paired questions ({n} < {min_pairs}) for an interval; mean {mean:+.3f}",
+                        slice=name, higher_is_better=directions[metric],
+                        base_mean=float(bv[use].mean()), cand_mean=float(cv[use].mean()),
+                    )
+                )
+                continue
+            decisions.append(
+                gate(
+                    metric, bv[use], cv[use], margin=margins[metric], iterations=iterations, seed=seed,
+                    confidence=confidence, higher_is_better=directions[metric], slice=name, threads=threads,
+                )
+            )
+    return GateReport(
+        decisions=tuple(decisions),
+        overall=overall_status([d.status for d in decisions]),
+        n_paired=len(common),
+        notes=tuple(notes),
+    )

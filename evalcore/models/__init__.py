@@ -1,0 +1,5 @@
+"""evalcore's models, one module per concept."""
+
+from .jobs import Job
+
+__all__ = ["Job"]

@@ -1,0 +1,58 @@
+"""Long work (imports, scoring, gates across slices) tracked as a job with progress.
+
+A Celery task updates its job row as it goes; pages poll it with htmx and the CLI prints it,
+so nobody waits on a request and everyone sees how far the work has got.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Job(models.Model):
+    class Kind(models.TextChoices):
+        IMPORT_EVALSET = "import_evalset", "Import eval set"
+        IMPORT_RUN = "import_run", "Import run"
+        GATE = "gate", "Compare and gate"
+        IMPORT_LABELS = "import_labels", "Import labels"
+        IMPORT_VERDICTS = "import_verdicts", "Import judge verdicts"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    params = models.JSONField(default=dict, blank=True)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(null=True, blank=True)
+    message = models.TextField(blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(status__in=["queued", "running", "succeeded", "failed"]), name="job_status_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.pk} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+    @property
+    def percent(self) -> int | None:
+        if not self.total:
+            return None
+        return min(100, int(100 * self.done / self.total))

@@ -1,0 +1,1 @@
+"""Labelling campaigns, items, assignments and labels (see the labelling issue)."""

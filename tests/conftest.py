@@ -1,0 +1,73 @@
+"""Shared fixtures: test personas, and the rules for tests that need real services.
+
+Tests that need PostgreSQL, Redis or Chromium skip with a clear reason on a bare machine. CI
+sets ``LSL_FORBID_SKIPS=1``, which turns any skip into a failure, so nothing is silently left out
+where every service is provided.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+FORBID_SKIPS = os.environ.get("LSL_FORBID_SKIPS", "") in ("1", "true", "yes")
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _broker_url() -> str:
+    return os.environ.get("CELERY_BROKER_URL", "")
+
+
+def pytest_collection_modifyitems(config, items):
+    from django.conf import settings
+
+    vendor = settings.DATABASES["default"]["ENGINE"]
+    on_postgres = "postgresql" in vendor
+    has_redis = _broker_url().startswith("redis")
+    has_chromium = os.path.exists(CHROMIUM) or shutil.which("chromium") is not None
+    for item in items:
+        if "postgres" in item.keywords and not on_postgres:
+            item.add_marker(pytest.mark.skip(reason="needs PostgreSQL: set DATABASE_URL=postgres://postgres@127.0.0.1:5432/test"))
+        if "redis" in item.keywords and not has_redis:
+            item.add_marker(pytest.mark.skip(reason="needs Redis for a real Celery worker: set CELERY_BROKER_URL=redis://127.0.0.1:6379/0"))
+        if "browser" in item.keywords and not has_chromium:
+            item.add_marker(pytest.mark.skip(reason="needs Chromium: apt-get install -y chromium"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not FORBID_SKIPS:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter else []
+    if skipped:
+        reporter.write_line(f"LSL_FORBID_SKIPS: {len(skipped)} test(s) were skipped; every service is provided here, so that is a failure", red=True)
+        session.exitstatus = 1
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_user("olivia", password="owner-pass-123", role="eval_owner")
+
+
+@pytest.fixture
+def annotator(django_user_model):
+    return django_user_model.objects.create_user("adam", password="annot-pass-123", role="annotator")
+
+
+@pytest.fixture
+def other_annotator(django_user_model):
+    return django_user_model.objects.create_user("bea", password="annot-pass-456", role="annotator")
+
+
+@pytest.fixture
+def owner_client(client, owner):
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def annotator_client(client, annotator):
+    client.force_login(annotator)
+    return client
