@@ -1,0 +1,98 @@
+"""gate --base RUN --candidate RUN: the release gate for CI. Exit 0 pass, 3 review, 4 block, 1 error."""
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ...models import Comparison, Job
+from ...selectors import run_by_ref
+from ...services.comparisons import comparison_as_dict
+from ...services.problems import UserFacingError
+from ..cli import run_job_cli
+
+EXIT = {"pass": 0, "review": 3, "block": 4}
+
+
+def _margin_pair(text: str) -> tuple[str, float]:
+    metric, sep, value = text.partition("=")
+    if not sep:
+        raise CommandError(f"--margin-for takes METRIC=VALUE, got {text!r}")
+    try:
+        return metric.strip(), float(value)
+    except ValueError:
+        raise CommandError(f"--margin-for {text!r}: {value!r} is not a number") from None
+
+
+class Command(BaseCommand):
+    help = "Compare a candidate run with a baseline (paired bootstrap per metric and slice) and apply the non-inferiority gate."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--base", required=True, help="baseline run name (or #id)")
+        parser.add_argument("--candidate", required=True, help="candidate run name (or #id)")
+        parser.add_argument("--evalset", help="NAME or NAME@VERSION, when run names repeat across eval sets")
+        parser.add_argument("--metric", action="append", dest="metrics", help="metric to gate (repeat; default: every shared metric)")
+        parser.add_argument("--slice-by", default="type", choices=["type", "none"], help="slice by question type (default) or not at all")
+        parser.add_argument("--margin", type=float, help="largest tolerated drop for every metric (default 0.02)")
+        parser.add_argument("--margin-for", action="append", default=[], metavar="METRIC=VALUE", help="a margin for one metric")
+        parser.add_argument("--lower-is-better", action="append", default=[], metavar="METRIC", help="a metric where a rise is a regression")
+        parser.add_argument("--json", action="store_true", help="print every decision and its interval as JSON")
+
+    def handle(self, *args, **options):
+        try:
+            base = run_by_ref(options["base"], evalset=options["evalset"])
+            candidate = run_by_ref(options["candidate"], evalset=options["evalset"])
+        except UserFacingError as error:
+            raise CommandError(str(error)) from None
+        if options["margin"] is not None and options["margin"] < 0:
+            raise CommandError("--margin must be 0 or more: it is the largest drop you accept")
+        result = run_job_cli(
+            kind=Job.Kind.GATE,
+            params={
+                "base": base.pk, "candidate": candidate.pk, "metrics": options["metrics"] or [],
+                "slice_by": None if options["slice_by"] == "none" else "type", "margin": options["margin"],
+                "margins": dict(_margin_pair(m) for m in options["margin_for"]),
+                "lower_is_better": options["lower_is_better"],
+            },
+            label="gate", stderr=self.stderr, quiet=options["json"],
+        )
+        comparison = Comparison.objects.select_related("base__version__eval_set", "candidate").get(pk=result["comparison_id"])
+        data = comparison_as_dict(comparison)
+        if options["json"]:
+            self.stdout.write(json.dumps(data, indent=2))
+        else:
+            self.stdout.write(render_table(data))
+        sys.exit(EXIT[comparison.overall]) if comparison.overall != "pass" else None
+
+
+def _fmt(value, signed=False):
+    if value is None:
+        return "—"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def render_table(data: dict) -> str:
+    margins = sorted(set(data["margins"].values()))
+    margin_text = ", ".join(f"{m:g}" for m in margins)
+    lines = [
+        f"{data['eval_set']} · baseline {data['base']['name']} vs candidate {data['candidate']['name']} · "
+        f"{data['n_paired']} paired questions · margin {margin_text} · {data['iterations']:,} resamples, seed {data['seed']}",
+        "",
+        f"{'METRIC':<18} {'SLICE':<14} {'BASE':>7} {'CAND':>7} {'DIFF':>7}  {'95% CI':<18} {'N':>6}  STATUS",
+    ]
+    for d in data["decisions"]:
+        interval = f"[{_fmt(d['low'], True)}, {_fmt(d['high'], True)}]" if d["low"] is not None else "(too few pairs)"
+        lines.append(
+            f"{d['metric']:<18} {d['slice']:<14} {_fmt(d['base_mean']):>7} {_fmt(d['cand_mean']):>7} {_fmt(d['mean'], True):>7}  "
+            f"{interval:<18} {d['n']:>6}  {d['status'].upper()}"
+        )
+    worst = [d for d in data["decisions"] if d["status"] == data["overall"] and d["slice"] == "all"] or [
+        d for d in data["decisions"] if d["status"] == data["overall"]
+    ]
+    reason = f"  ({worst[0]['message']}{'' if worst[0]['slice'] == 'all' else ' in slice ' + worst[0]['slice']})" if worst and data["overall"] != "pass" else ""
+    lines += ["", f"OVERALL: {data['overall'].upper()}{reason}"]
+    for metric, why in data["excluded_metrics"].items():
+        lines.append(f"not compared: {metric}: {why}")
+    for note in data["notes"]:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)

@@ -1,0 +1,40 @@
+"""import_evalset FILE --name NAME: create a frozen eval set version from a file."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ...models import Job
+from ...services.readers import FORMATS
+from ..cli import run_job_cli
+
+
+class Command(BaseCommand):
+    help = "Import questions as a new frozen version of an eval set (atomic; importing the same content twice creates nothing)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path, help="JSON Lines, CSV, Parquet, a Ragas table or TREC qrels (see docs/formats.md)")
+        parser.add_argument("--name", required=True, help="eval set name (letters, digits, - and _)")
+        parser.add_argument("--format", choices=FORMATS, help="file format (default: from the extension)")
+        parser.add_argument("--extend", action="store_true", help="add the file's questions to the latest version (or --base) instead of replacing them")
+        parser.add_argument("--base", type=int, help="the version to extend (default: the latest)")
+        parser.add_argument("--topics", type=Path, help="TREC topics as 'qid<TAB>text' lines, for qrels")
+        parser.add_argument("--description", default="")
+        parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    def handle(self, *args, **options):
+        path: Path = options["file"]
+        if not path.is_file():
+            raise CommandError(f"{path}: no such file")
+        result = run_job_cli(
+            kind=Job.Kind.IMPORT_EVALSET,
+            params={
+                "path": str(path.resolve()), "name": options["name"], "format": options["format"], "display_name": path.name,
+                "mode": "extend" if options["extend"] else "replace", "base_version": options["base"],
+                "topics_path": str(options["topics"].resolve()) if options["topics"] else None,
+                "description": options["description"],
+            },
+            label=f"import {path.name}", stderr=self.stderr, quiet=options["quiet"],
+        )
+        self.stdout.write(result["message"])
+        self.stdout.write(f"version: {result['eval_set']}@{result['version']}")

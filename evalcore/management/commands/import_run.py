@@ -1,0 +1,61 @@
+"""import_run FILE --evalset NAME[@VERSION] --name RUN: import a run's per-question rows."""
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from ...models import Job
+from ...services.readers import FORMATS
+from ..cli import run_job_cli
+
+
+def _json_file(path: Path | None, what: str) -> dict | None:
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CommandError(f"{path}: no such file ({what})") from None
+    except json.JSONDecodeError as error:
+        raise CommandError(f"{path}, line {error.lineno}: malformed JSON in the {what}: {error.msg}") from None
+    if not isinstance(data, dict):
+        raise CommandError(f"{path}: the {what} must be a JSON object")
+    return data
+
+
+class Command(BaseCommand):
+    help = "Import a run's rows (one per question), score them, and store them (atomic and idempotent)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path, help="JSON Lines, CSV, Parquet, a Ragas table or a TREC run (see docs/formats.md)")
+        parser.add_argument("--evalset", required=True, help="NAME (latest version) or NAME@VERSION")
+        parser.add_argument("--name", required=True, help="run name, unique within the eval set version")
+        parser.add_argument("--format", choices=FORMATS)
+        parser.add_argument("--judge-config", type=Path, help="JSON: model, model_version, prompt, temperature, claim_splitting, library_versions")
+        parser.add_argument("--system-config", type=Path, help="JSON: retriever, reranker, chunking, prompt, ...")
+        parser.add_argument("--chunks", type=Path, help="chunk map (id, doc, start, end) when gold is given as spans")
+        parser.add_argument("--k", type=int, help="chunks that reach the model (default: the most context_ids in a row)")
+        parser.add_argument("--gain", choices=["exponential", "linear"], default="exponential", help="nDCG gain: 2^g-1 (default) or g")
+        parser.add_argument("--description", default="")
+        parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    def handle(self, *args, **options):
+        path: Path = options["file"]
+        if not path.is_file():
+            raise CommandError(f"{path}: no such file")
+        if options["chunks"] and not options["chunks"].is_file():
+            raise CommandError(f"{options['chunks']}: no such file (chunk map)")
+        result = run_job_cli(
+            kind=Job.Kind.IMPORT_RUN,
+            params={
+                "path": str(path.resolve()), "evalset": options["evalset"], "name": options["name"],
+                "format": options["format"], "display_name": path.name, "k": options["k"], "gain": options["gain"],
+                "judge_config": _json_file(options["judge_config"], "judge config"),
+                "system_config": _json_file(options["system_config"], "system config"),
+                "chunks_path": str(options["chunks"].resolve()) if options["chunks"] else None,
+                "description": options["description"],
+            },
+            label=f"import {path.name}", stderr=self.stderr, quiet=options["quiet"],
+        )
+        self.stdout.write(result["message"])

@@ -1,0 +1,96 @@
+"""Comparisons and their gate decisions: logged, never overwritten."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from .runs import Run
+
+STATUS_CHOICES = [("pass", "Pass"), ("review", "Review"), ("block", "Block")]
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    def update(self, **kwargs: Any) -> int:
+        raise ValueError("Gate decisions are a log: they are never changed. Run the comparison again.")
+
+
+class Comparison(models.Model):
+    """One paired comparison of a candidate run against a baseline, with its overall gate status."""
+
+    base = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="comparisons_as_base")
+    candidate = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="comparisons_as_candidate")
+    metrics = models.JSONField(default=list)
+    slice_by = models.CharField(max_length=50, blank=True)
+    margins = models.JSONField(default=dict, help_text="Margin per metric.")
+    iterations = models.PositiveIntegerField()
+    seed = models.PositiveIntegerField()
+    confidence = models.FloatField(default=0.95)
+    overall = models.CharField(max_length=10, choices=STATUS_CHOICES)
+    n_paired = models.PositiveIntegerField()
+    notes = models.JSONField(default=list, blank=True)
+    excluded_metrics = models.JSONField(default=dict, blank=True, help_text="Metric -> why it was not compared.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(overall__in=["pass", "review", "block"]), name="comparison_overall_valid"),
+            models.CheckConstraint(condition=~models.Q(base=models.F("candidate")), name="comparison_two_runs"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.base.name} vs {self.candidate.name}: {self.overall}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ValueError("A logged comparison is never changed. Run the comparison again.")
+        super().save(*args, **kwargs)
+
+
+class GateDecisionRecord(models.Model):
+    """One logged gate decision for a (metric, slice) of a comparison."""
+
+    comparison = models.ForeignKey(Comparison, on_delete=models.PROTECT, related_name="decisions")
+    base = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+")
+    candidate = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+")
+    metric = models.CharField(max_length=100)
+    slice = models.CharField(max_length=100, default="all")
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES)
+    mean = models.FloatField()
+    low = models.FloatField(null=True)
+    high = models.FloatField(null=True)
+    base_mean = models.FloatField(null=True)
+    cand_mean = models.FloatField(null=True)
+    margin = models.FloatField()
+    n = models.PositiveIntegerField()
+    iterations = models.PositiveIntegerField()
+    seed = models.PositiveIntegerField()
+    confidence = models.FloatField()
+    higher_is_better = models.BooleanField(default=True)
+    message = models.TextField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["comparison", "id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(status__in=["pass", "review", "block"]), name="gate_status_valid"),
+            models.UniqueConstraint(fields=["comparison", "metric", "slice"], name="gate_decision_unique_in_comparison"),
+        ]
+
+    def __str__(self) -> str:
+        return self.message
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ValueError("Gate decisions are a log: they are never changed.")
+        super().save(*args, **kwargs)

@@ -1,0 +1,144 @@
+"""Eval runs: one stored row per question, with the pinned judge config that scored it.
+
+Keep the rows, not just the means: paired comparisons, slicing, re-scoring and debugging all
+need them. A run's rows are written once, by the import service, and then only read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from .evalsets import EvalSetVersion, Question
+
+
+class JudgeConfig(models.Model):
+    """Everything that can change a judge's output, pinned and stored once.
+
+    Runs that used the same judge share one row (``config_hash`` is unique). Scores from
+    different judge configs are never compared: re-score the baseline with the new judge first.
+    """
+
+    model = models.CharField(max_length=200)
+    model_version = models.CharField(max_length=200, blank=True)
+    prompt = models.TextField(blank=True)
+    prompt_hash = models.CharField(max_length=64)
+    temperature = models.FloatField(null=True, blank=True)
+    claim_splitting = models.CharField(max_length=200, blank=True, help_text="How answers are split into claims.")
+    library_versions = models.JSONField(default=dict, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+    config_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        version = f"-{self.model_version}" if self.model_version and self.model_version not in self.model else ""
+        return f"{self.model}{version} · prompt {self.prompt_hash[:6]}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ValueError("A judge config is pinned: a changed judge is a new config.")
+        super().save(*args, **kwargs)
+
+
+class Run(models.Model):
+    version = models.ForeignKey(EvalSetVersion, on_delete=models.PROTECT, related_name="runs")
+    name = models.SlugField(max_length=150, help_text="Unique within the eval set version.")
+    description = models.TextField(blank=True)
+    system_config = models.JSONField(default=dict, blank=True, help_text="Retriever, reranker, chunking, prompt, ...")
+    judge_config = models.ForeignKey(JudgeConfig, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    k = models.PositiveIntegerField(help_text="Chunks that reach the model after reranking and truncation.")
+    gain = models.CharField(max_length=16, default="exponential", choices=[("exponential", "2^g - 1"), ("linear", "g")])
+    has_chunk_map = models.BooleanField(default=False)
+    source_name = models.CharField(max_length=255, blank=True)
+    source_hash = models.CharField(max_length=64, help_text="SHA-256 of the imported file and options.")
+    row_count = models.PositiveIntegerField(default=0)
+    question_count = models.PositiveIntegerField(default=0, help_text="Questions in the eval set version.")
+    summary = models.JSONField(default=dict, blank=True, help_text="Means, intervals and coverage per slice.")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "name"], name="run_name_unique_in_version"),
+            models.CheckConstraint(condition=models.Q(k__gte=1), name="run_k_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.version})"
+
+    @property
+    def coverage(self) -> float:
+        return self.row_count / self.question_count if self.question_count else 0.0
+
+    @property
+    def is_partial(self) -> bool:
+        return self.row_count < self.question_count
+
+
+class RunChunk(models.Model):
+    """A chunk of the index a run retrieved from: gold spans are matched to these at scoring."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="chunks")
+    chunk_id = models.CharField(max_length=255)
+    doc = models.CharField(max_length=255)
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "chunk_id"], name="run_chunk_unique"),
+            models.CheckConstraint(condition=models.Q(end__gt=models.F("start")), name="run_chunk_nonempty"),
+        ]
+
+
+class Row(models.Model):
+    """One question of one run: what was retrieved, what the model saw and said, and its scores.
+
+    ``claims`` is a list of ``{"text", "supported", "rationale"}``: the judge's verdict per atomic
+    claim. ``scores`` maps metric name to value (None where the metric is undefined, such as
+    retrieval metrics of unanswerable questions, or faithfulness of a refusal).
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rows")
+    question = models.ForeignKey(Question, on_delete=models.PROTECT, related_name="rows")
+    retrieved = models.JSONField(default=list, blank=True)
+    context_ids = models.JSONField(default=list, blank=True)
+    context = models.TextField(blank=True)
+    answer = models.TextField(blank=True)
+    declined = models.BooleanField(default=False)
+    claims = models.JSONField(default=list, blank=True)
+    scores = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "question"], name="row_one_per_question"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run.name}:{self.question.qid}"
+
+    @property
+    def context_chunks(self) -> list[dict[str, str]]:
+        """The context split into the chunks that reached the model (ids beside their text).
+
+        Contexts are imported either as one text or as a list of chunk texts joined by a blank
+        line; ``metadata["context_chunks"]`` holds the list when it was given.
+        """
+        texts = self.metadata.get("context_chunks") if isinstance(self.metadata, dict) else None
+        if not texts:
+            texts = [part for part in self.context.split("\n\n") if part.strip()] if self.context else []
+        ids = list(self.context_ids)
+        return [
+            {"id": ids[i] if i < len(ids) else "", "text": text}
+            for i, text in enumerate(texts)
+        ]

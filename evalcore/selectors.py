@@ -1,0 +1,88 @@
+"""Reads: the queries pages, the API and the CLI share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, QuerySet
+
+from .models import Comparison, EvalSet, EvalSetVersion, Row, Run
+from .services.problems import UserFacingError
+
+
+class NotFound(UserFacingError):
+    pass
+
+
+def run_by_ref(ref: str, *, evalset: str | None = None) -> Run:
+    """Return the run named ``ref`` (optionally within ``evalset`` NAME or NAME@V); ``#12`` is an id."""
+    qs = Run.objects.select_related("version__eval_set", "judge_config")
+    if ref.startswith("#") and ref[1:].isdigit():
+        run = qs.filter(pk=int(ref[1:])).first()
+        if run is None:
+            raise NotFound(f"there is no run with id {ref[1:]}")
+        return run
+    qs = qs.filter(name=ref)
+    if evalset:
+        name, _, number = evalset.partition("@")
+        qs = qs.filter(version__eval_set__name=name)
+        if number:
+            qs = qs.filter(version__number=int(number)) if number.isdigit() else qs.none()
+    runs = list(qs[:5])
+    if not runs:
+        where = f" on {evalset}" if evalset else ""
+        raise NotFound(f"there is no run named {ref!r}{where}; list runs with the runs page or GET /api/runs/")
+    if len(runs) > 1:
+        places = ", ".join(r.version.label for r in runs)
+        raise NotFound(f"run name {ref!r} exists on several eval set versions ({places}); say which with --evalset NAME@VERSION")
+    return runs[0]
+
+
+def evalsets_with_versions() -> QuerySet[EvalSet]:
+    return EvalSet.objects.prefetch_related("versions").annotate(version_count=Count("versions"))
+
+
+def version_runs(version: EvalSetVersion) -> QuerySet[Run]:
+    return version.runs.select_related("judge_config").order_by("-created_at")
+
+
+def runs_list() -> QuerySet[Run]:
+    return Run.objects.select_related("version__eval_set", "judge_config", "created_by").order_by("-created_at")
+
+
+def run_rows(run: Run, *, qtype: str | None = None, metric: str | None = None, low: float | None = None,
+             high: float | None = None, search: str | None = None) -> QuerySet[Row]:
+    """A run's rows, filtered by slice, by a metric's range and by text in the question or answer."""
+    rows = Row.objects.filter(run=run).select_related("question").order_by("question__qid")
+    if qtype is not None:
+        rows = rows.filter(question__qtype="" if qtype == "(no type)" else qtype)
+    if metric:
+        if low is not None:
+            rows = rows.filter(**{f"scores__{metric}__gte": low})
+        if high is not None:
+            rows = rows.filter(**{f"scores__{metric}__lte": high})
+        if low is None and high is None:
+            rows = rows.filter(**{f"scores__{metric}__isnull": False})
+    if search:
+        from django.db.models import Q
+
+        rows = rows.filter(Q(question__text__icontains=search) | Q(answer__icontains=search) | Q(question__qid=search))
+    return rows
+
+
+def comparisons_list() -> QuerySet[Comparison]:
+    return Comparison.objects.select_related("base", "candidate", "base__version__eval_set", "created_by")
+
+
+def changed_rows(comparison: Comparison, metric: str, *, limit: int = 25) -> list[dict[str, Any]]:
+    """The questions whose score on ``metric`` changed most between the two runs (both rows each)."""
+    base_rows = {r.question_id: r for r in Row.objects.filter(run=comparison.base).select_related("question")}
+    out = []
+    for cand in Row.objects.filter(run=comparison.candidate, question_id__in=base_rows.keys()).select_related("question"):
+        base = base_rows[cand.question_id]
+        b, c = base.scores.get(metric), cand.scores.get(metric)
+        if b is None or c is None or b == c:
+            continue
+        out.append({"question": cand.question, "base": base, "candidate": cand, "base_score": b, "cand_score": c, "delta": c - b})
+    out.sort(key=lambda item: (-abs(item["delta"]), item["question"].qid))
+    return out[:limit]

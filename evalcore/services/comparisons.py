@@ -1,0 +1,181 @@
+"""Paired comparisons of two runs and the release gate, logged as decisions.
+
+Only like with like: both runs on the same frozen eval set version, paired on the questions
+both answered; judge metrics only when both runs were scored by the same pinned judge config
+(otherwise the tool says to re-score the baseline with the new judge first: a judge change is a
+metric migration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from evalcore.engine import DEFAULT_MARGIN, GateReport, gate_frame, overall_status
+
+from ..models import Comparison, GateDecisionRecord, Run
+from .problems import UserFacingError
+from .runs import run_rows_frame
+from .scoring import is_judge_metric
+
+Progress = Callable[[int, int | None, str], None]
+SLICE_COLUMN = "type"
+
+
+class ComparisonRefused(UserFacingError):
+    """The two runs cannot be compared as asked; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ComparisonOutcome:
+    comparison: Comparison
+    report: GateReport
+    excluded: dict[str, str]
+
+
+def _noop(done: int, total: int | None, message: str) -> None:
+    return None
+
+
+def run_metrics(run: Run) -> list[str]:
+    return list(run.summary.get("metrics", []))
+
+
+def comparable_metrics(base: Run, candidate: Run, requested: Sequence[str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """Return the metrics both runs can be compared on, and why each other one is left out."""
+    base_metrics, cand_metrics = run_metrics(base), run_metrics(candidate)
+    wanted = list(requested) if requested else [m for m in base_metrics if m in cand_metrics]
+    excluded: dict[str, str] = {}
+    same_judge = base.judge_config_id == candidate.judge_config_id
+    chosen = []
+    for metric in wanted:
+        if metric not in base_metrics or metric not in cand_metrics:
+            missing = base.name if metric not in base_metrics else candidate.name
+            excluded[metric] = f"run {missing!r} has no {metric} scores"
+            continue
+        if is_judge_metric(metric) and not same_judge:
+            excluded[metric] = (
+                f"scored by different judge configs ({base.judge_config or 'none'} vs {candidate.judge_config or 'none'}): "
+                f"a judge change shifts every score. Re-score the baseline with the candidate's judge first, then compare"
+            )
+            continue
+        chosen.append(metric)
+    for metric in set(base_metrics) ^ set(cand_metrics):
+        if not requested and metric not in excluded:
+            owner = base.name if metric in base_metrics else candidate.name
+            excluded[metric] = f"only run {owner!r} has {metric} scores (a different k or metric set)"
+    return chosen, excluded
+
+
+def compare_runs(
+    *,
+    base: Run,
+    candidate: Run,
+    metrics: Sequence[str] | None = None,
+    slice_by: str | None = SLICE_COLUMN,
+    margin: float | None = None,
+    margins: Mapping[str, float] | None = None,
+    lower_is_better: Sequence[str] = (),
+    iterations: int | None = None,
+    seed: int | None = None,
+    confidence: float = 0.95,
+    user: Any = None,
+    progress: Progress = _noop,
+) -> ComparisonOutcome:
+    """Gate ``candidate`` against ``base`` per metric and slice; log and return the decisions."""
+    if base.pk == candidate.pk:
+        raise ComparisonRefused("the baseline and the candidate are the same run; pick two runs")
+    if base.version_id != candidate.version_id:
+        raise ComparisonRefused(
+            f"{base.name!r} ran on {base.version.label} and {candidate.name!r} on {candidate.version.label}: "
+            f"comparisons are paired on one frozen eval set version. Run the baseline on {candidate.version.label} first"
+        )
+    if slice_by not in (None, SLICE_COLUMN):
+        raise ComparisonRefused(f"slices are by question type: use slice_by='{SLICE_COLUMN}' or none, not {slice_by!r}")
+    chosen, excluded = comparable_metrics(base, candidate, metrics)
+    if not chosen:
+        reasons = "; ".join(f"{m}: {why}" for m, why in excluded.items()) or "the runs share no metrics"
+        raise ComparisonRefused(f"nothing to compare: {reasons}")
+    default_margin = settings.GATE_DEFAULT_MARGIN if margin is None else float(margin)
+    per_metric = {m: float((margins or {}).get(m, default_margin)) for m in chosen}
+    for m, value in per_metric.items():
+        if value < 0:
+            raise ComparisonRefused(f"the margin for {m} must be 0 or more (a tolerated drop), got {value}")
+    iterations = settings.GATE_ITERATIONS if iterations is None else int(iterations)
+    seed = settings.GATE_SEED if seed is None else int(seed)
+
+    progress(0, len(chosen) + 1, "loading rows")
+    base_frame = run_rows_frame(base)
+    cand_frame = run_rows_frame(candidate)
+    decisions = []
+    notes: list[str] = []
+    for i, metric in enumerate(chosen, start=1):
+        report = gate_frame(
+            base_frame[[SLICE_COLUMN, metric]], cand_frame[[metric]],
+            metrics=[metric], slice_by=SLICE_COLUMN if slice_by else None, margin=per_metric,
+            higher_is_better={metric: metric not in lower_is_better}, iterations=iterations, seed=seed,
+            confidence=confidence,
+        )
+        decisions.extend(report.decisions)
+        notes.extend(n for n in report.notes if n not in notes)
+        progress(i, len(chosen) + 1, f"gated {metric}")
+    report = GateReport(
+        decisions=tuple(decisions),
+        overall=overall_status([d.status for d in decisions]),
+        n_paired=len(base_frame.index.intersection(cand_frame.index)),
+        notes=tuple(notes),
+    )
+    with transaction.atomic():
+        comparison = Comparison.objects.create(
+            base=base, candidate=candidate, metrics=chosen, slice_by=slice_by or "", margins=per_metric,
+            iterations=iterations, seed=seed, confidence=confidence, overall=report.overall,
+            n_paired=report.n_paired, notes=list(report.notes), excluded_metrics=excluded,
+            created_by=user if getattr(user, "pk", None) else None,
+        )
+        GateDecisionRecord.objects.bulk_create([
+            GateDecisionRecord(
+                comparison=comparison, base=base, candidate=candidate, metric=d.metric, slice=d.slice,
+                status=d.status, mean=d.mean, low=_finite(d.low), high=_finite(d.high), base_mean=_finite(d.base_mean),
+                cand_mean=_finite(d.cand_mean), margin=d.margin, n=d.n, iterations=d.iterations, seed=d.seed,
+                confidence=d.confidence, higher_is_better=d.higher_is_better, message=d.message,
+                created_by=comparison.created_by,
+            )
+            for d in report.decisions
+        ])
+    progress(len(chosen) + 1, len(chosen) + 1, "done")
+    return ComparisonOutcome(comparison, report, excluded)
+
+
+def _finite(value: float) -> float | None:
+    return None if value != value else float(value)  # NaN -> None
+
+
+def comparison_as_dict(comparison: Comparison) -> dict[str, Any]:
+    """Every decision of a logged comparison with its interval (the JSON the API and CLI print)."""
+    return {
+        "id": comparison.pk,
+        "base": {"id": comparison.base_id, "name": comparison.base.name},
+        "candidate": {"id": comparison.candidate_id, "name": comparison.candidate.name},
+        "eval_set": comparison.base.version.label,
+        "overall": comparison.overall,
+        "n_paired": comparison.n_paired,
+        "iterations": comparison.iterations,
+        "seed": comparison.seed,
+        "confidence": comparison.confidence,
+        "margins": comparison.margins,
+        "excluded_metrics": comparison.excluded_metrics,
+        "notes": comparison.notes,
+        "created_at": comparison.created_at.isoformat(),
+        "decisions": [
+            {
+                "metric": d.metric, "slice": d.slice, "status": d.status, "mean": d.mean, "low": d.low, "high": d.high,
+                "base_mean": d.base_mean, "cand_mean": d.cand_mean, "margin": d.margin, "n": d.n,
+                "higher_is_better": d.higher_is_better, "message": d.message,
+            }
+            for d in comparison.decisions.all()
+        ],
+    }

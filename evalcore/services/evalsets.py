@@ -1,0 +1,327 @@
+"""Import eval sets as frozen versions: atomic (all or nothing) and idempotent.
+
+The file is read twice, streaming: first to validate every question and hash the content (no
+writes), then, only if nothing was wrong, to write the new version in one transaction and seal
+it. Importing the same content again creates nothing and says which version already holds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from django.db import IntegrityError, transaction
+
+from ..models import EvalSet, EvalSetVersion, Question
+from .fields import FieldError, as_bool, as_dict, as_id, as_int, as_list, as_number, as_str_list, as_text, json_safe
+from .problems import ImportFailed, ImportProblem, ProblemCollector
+from .readers import Record, count_records, detect_format, read_records, read_trec_qrels
+
+Progress = Callable[[int, int | None, str], None]
+QUESTION_FIELDS = {"id", "question", "type", "tags", "answerable", "reference_answer", "gold"}
+RAGAS_QUESTION_FIELDS = {"user_input", "reference", "retrieved_contexts", "response", "reference_contexts"}
+WRITE_BATCH = 2000
+
+
+@dataclass(frozen=True)
+class EvalSetImportResult:
+    version: EvalSetVersion
+    created: bool
+    message: str
+
+
+def _noop(done: int, total: int | None, message: str) -> None:
+    return None
+
+
+def _clean_grade(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
+
+
+def normalize_gold(raw: Any, field: str = "gold") -> list[dict[str, Any]]:
+    """Return gold entries as ``{"doc", "grade", "start"?, "end"?}``, validated."""
+    entries = []
+    seen: set[tuple] = set()
+    for i, item in enumerate(as_list(raw, field)):
+        where = f"{field}[{i}]"
+        if isinstance(item, str):
+            item = {"doc": item}
+        if not isinstance(item, dict):
+            raise FieldError(where, f"must be an object with doc and grade (and optionally start, end), got {item!r:.40}")
+        unknown = set(item) - {"doc", "grade", "start", "end"}
+        if unknown:
+            raise FieldError(where, f"has unknown key(s) {sorted(unknown)}; a gold entry has doc, grade, start, end")
+        doc = as_id(item.get("doc"), f"{where}.doc")
+        grade = as_number(item.get("grade", 1), f"{where}.grade")
+        grade = 1.0 if grade is None else grade
+        entry: dict[str, Any] = {"doc": doc, "grade": _clean_grade(grade)}
+        has_start, has_end = item.get("start") is not None, item.get("end") is not None
+        if has_start != has_end:
+            raise FieldError(where, "give both start and end of the span, or neither for the whole document")
+        if has_start:
+            start = as_int(item["start"], f"{where}.start")
+            end = as_int(item["end"], f"{where}.end")
+            if not 0 <= start < end:
+                raise FieldError(where, f"span must have 0 <= start < end, got start={start}, end={end}")
+            entry["start"], entry["end"] = start, end
+        key = (doc, entry.get("start"), entry.get("end"))
+        if key in seen:
+            what = f"span {entry['start']}-{entry['end']} of {doc!r}" if has_start else f"document {doc!r}"
+            raise FieldError(where, f"{what} is listed twice in this question's gold")
+        seen.add(key)
+        entries.append(entry)
+    return entries
+
+
+def normalize_question(data: dict[str, Any], *, fmt: str, topics: dict[str, str] | None = None) -> dict[str, Any]:
+    """Return a validated question dict ready to store; raises :class:`FieldError`."""
+    if fmt == "ragas" or ("user_input" in data and "question" not in data):
+        text = as_text(data.get("user_input"), "user_input", required=True)
+        qid = as_id(data["id"], "id") if data.get("id") not in (None, "") else "q-" + hashlib.sha1(text.encode()).hexdigest()[:12]
+        known = RAGAS_QUESTION_FIELDS | QUESTION_FIELDS
+        reference = as_text(data.get("reference"), "reference")
+        gold = normalize_gold(data.get("gold"))
+    else:
+        qid = as_id(data.get("id"), "id")
+        if fmt == "trec-qrels":
+            text = (topics or {}).get(qid) or f"TREC topic {qid}"
+        else:
+            text = as_text(data.get("question"), "question", required=True)
+        known = QUESTION_FIELDS
+        reference = as_text(data.get("reference_answer"), "reference_answer")
+        gold = normalize_gold(data.get("gold"))
+    has_relevant = any(entry["grade"] > 0 for entry in gold)
+    default_answerable = has_relevant if fmt == "trec-qrels" else True
+    answerable = as_bool(data.get("answerable"), "answerable", default=default_answerable)
+    if not answerable and has_relevant:
+        raise FieldError("answerable", "is false, but the gold lists relevant documents (grade above 0); fix one or the other")
+    qtype = as_text(data.get("type"), "type").strip()
+    if len(qtype) > 100:
+        raise FieldError("type", "is longer than 100 characters")
+    tags = as_str_list(data.get("tags"), "tags")
+    metadata = {k: json_safe(v) for k, v in data.items() if k not in known}
+    if "metadata" in metadata and isinstance(metadata["metadata"], dict):
+        metadata.update(metadata.pop("metadata"))
+    return {
+        "qid": qid,
+        "text": text,
+        "qtype": qtype,
+        "tags": tags,
+        "answerable": answerable,
+        "reference_answer": reference,
+        "gold": gold,
+        "metadata": metadata,
+    }
+
+
+def question_hash(question: dict[str, Any]) -> str:
+    """Hash a question's content canonically (key order and whitespace do not matter)."""
+    return hashlib.sha256(json.dumps(question, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+
+
+def content_hash(pairs: list[tuple[str, str]]) -> str:
+    """Hash a version's content: its questions' hashes in question id order (file order does not matter)."""
+    digest = hashlib.sha256()
+    for qid, qhash in sorted(pairs):
+        digest.update(qid.encode())
+        digest.update(b"\0")
+        digest.update(qhash.encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def question_as_dict(question: Question) -> dict[str, Any]:
+    return {
+        "qid": question.qid,
+        "text": question.text,
+        "qtype": question.qtype,
+        "tags": question.tags,
+        "answerable": question.answerable,
+        "reference_answer": question.reference_answer,
+        "gold": question.gold,
+        "metadata": question.metadata,
+    }
+
+
+def _read_topics(path: Path | None) -> dict[str, str]:
+    if path is None:
+        return {}
+    topics = {}
+    with path.open(encoding="utf-8") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            if "\t" not in raw:
+                raise ImportFailed([ImportProblem(path.name, line_no, None, "a topics line is 'qid<TAB>question text'")])
+            qid, text = raw.rstrip("\n").split("\t", 1)
+            topics[qid.strip()] = text.strip()
+    return topics
+
+
+def _records(path: Path, fmt: str, name: str) -> Iterator[Record]:
+    if fmt == "trec-qrels":
+        return read_trec_qrels(path, name)
+    if fmt == "trec-run":
+        raise ImportFailed([ImportProblem(name, None, None, "a TREC run file holds a run's rows, not questions; import it with import_run")])
+    return read_records(path, fmt, name)
+
+
+def _validated(path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector) -> Iterator[tuple[int, dict[str, Any]]]:
+    seen: dict[str, int] = {}
+    for record in _records(path, fmt, name):
+        try:
+            question = normalize_question(record.data, fmt=fmt, topics=topics)
+        except FieldError as error:
+            problems.add(record.line, error.field, error.message)
+            if problems.full:
+                problems.truncated = True
+                return
+            continue
+        if question["qid"] in seen:
+            problems.add(record.line, "id", f"question id {question['qid']!r} is used twice (first on line {seen[question['qid']]}); ids must be unique")
+            continue
+        seen[question["qid"]] = record.line
+        yield record.line, question
+
+
+def evalset_import(
+    *,
+    path: Path,
+    name: str,
+    fmt: str | None = None,
+    display_name: str | None = None,
+    mode: Literal["replace", "extend"] = "replace",
+    base_version: int | None = None,
+    topics_path: Path | None = None,
+    description: str = "",
+    note: str = "",
+    user: Any = None,
+    progress: Progress = _noop,
+) -> EvalSetImportResult:
+    """Create a new frozen version of eval set ``name`` from a file, or say it already exists.
+
+    ``mode="replace"``: the file holds the whole new version. ``mode="extend"``: the new version
+    is the base version's questions plus the file's (the base is the latest version unless
+    ``base_version`` is given); a question id that exists in the base must not change.
+    """
+    display = display_name or path.name
+    fmt = detect_format(path, fmt)
+    _check_name(name, display)
+    if mode not in ("replace", "extend"):
+        raise ImportFailed([ImportProblem(display, None, None, f"mode must be 'replace' or 'extend', got {mode!r}")])
+    topics = _read_topics(topics_path)
+    eval_set = EvalSet.objects.filter(name=name).first()
+    parent = _resolve_parent(eval_set, base_version, display)
+    if mode == "extend" and parent is None:
+        raise ImportFailed([ImportProblem(display, None, None, f"eval set {name!r} has no version to extend; import it without --extend first")])
+
+    total = count_records(path, fmt) if fmt != "trec-qrels" else None
+    problems = ProblemCollector(display)
+    pairs: list[tuple[str, str]] = []
+    parent_hashes: dict[str, str] = {}
+    if mode == "extend" and parent is not None:
+        parent_hashes = {q.qid: question_hash(question_as_dict(q)) for q in parent.questions.all().iterator(chunk_size=2000)}
+    new_ids: set[str] = set()
+    count = 0
+    for line, question in _validated(path, fmt, display, topics, problems):
+        qhash = question_hash(question)
+        if question["qid"] in parent_hashes:
+            if parent_hashes[question["qid"]] != qhash:
+                problems.add(
+                    line, "id",
+                    f"question {question['qid']!r} exists in {parent} with different content; a question id is forever: "
+                    f"give the changed question a new id",
+                )
+            continue
+        new_ids.add(question["qid"])
+        pairs.append((question["qid"], qhash))
+        count += 1
+        if count % 1000 == 0:
+            progress(count, total, "validating")
+    problems.raise_if_any()
+    if count == 0 and not parent_hashes:
+        raise ImportFailed([ImportProblem(display, None, None, "the file holds no questions")])
+    if mode == "extend":
+        pairs.extend(parent_hashes.items())
+    digest = content_hash(pairs)
+
+    if eval_set is not None:
+        existing = eval_set.versions.filter(content_hash=digest).first()
+        if existing is not None:
+            return EvalSetImportResult(existing, False, f"Nothing new: {existing.label} already holds exactly these {existing.question_count} questions.")
+    if mode == "extend" and not new_ids:
+        raise ImportFailed([ImportProblem(display, None, None, f"every question in the file is already in {parent}: nothing to add")])
+
+    try:
+        with transaction.atomic():
+            eval_set, _ = EvalSet.objects.get_or_create(name=name, defaults={"description": description, "created_by": user})
+            eval_set = EvalSet.objects.select_for_update().get(pk=eval_set.pk)
+            latest = eval_set.versions.order_by("-number").first()
+            version = EvalSetVersion.objects.create(
+                eval_set=eval_set,
+                number=(latest.number + 1) if latest else 1,
+                parent=parent if mode == "extend" else latest,
+                content_hash=digest,
+                question_count=len(pairs),
+                source_name=display,
+                note=note,
+                created_by=user,
+            )
+            written = 0
+            batch: list[Question] = []
+            if mode == "extend" and parent is not None:
+                for q in parent.questions.all().iterator(chunk_size=WRITE_BATCH):
+                    batch.append(Question(version=version, **question_as_dict(q)))
+                    if len(batch) >= WRITE_BATCH:
+                        Question.objects.bulk_create(batch)
+                        batch = []
+            second_pass = ProblemCollector(display)
+            for _, question in _validated(path, fmt, display, topics, second_pass):
+                if question["qid"] not in new_ids:
+                    continue
+                batch.append(Question(version=version, **question))
+                if len(batch) >= WRITE_BATCH:
+                    Question.objects.bulk_create(batch)
+                    written += len(batch)
+                    batch = []
+                    progress(written, total, "writing")
+            if batch:
+                Question.objects.bulk_create(batch)
+            second_pass.raise_if_any()  # the file changed between passes
+            version.sealed = True
+            version.save(update_fields=["sealed"])
+    except IntegrityError:
+        existing = EvalSetVersion.objects.filter(eval_set__name=name, content_hash=digest).first()
+        if existing is None:
+            raise
+        return EvalSetImportResult(existing, False, f"Nothing new: {existing.label} already holds exactly these questions.")
+    progress(len(pairs), len(pairs), "done")
+    lineage = f", derived from v{version.parent.number}" if version.parent else ""
+    return EvalSetImportResult(version, True, f"Created {version.label} with {version.question_count} questions{lineage}.")
+
+
+def _check_name(name: str, display: str) -> None:
+    from django.core.validators import validate_slug
+    from django.core.exceptions import ValidationError
+
+    try:
+        validate_slug(name)
+    except ValidationError:
+        raise ImportFailed([ImportProblem(display, None, None, f"eval set name {name!r} may use only letters, digits, - and _")]) from None
+
+
+def _resolve_parent(eval_set: EvalSet | None, number: int | None, display: str) -> EvalSetVersion | None:
+    if eval_set is None:
+        if number is not None:
+            raise ImportFailed([ImportProblem(display, None, None, "there is no eval set of that name to take a base version from")])
+        return None
+    if number is None:
+        return eval_set.latest_version()
+    version = eval_set.versions.filter(number=number).first()
+    if version is None:
+        raise ImportFailed([ImportProblem(display, None, None, f"{eval_set.name} has no version {number}")])
+    return version

@@ -1,0 +1,66 @@
+"""Import problems that name the file, the line and the field, and say how to fix them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ImportProblem:
+    file: str
+    line: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.line is not None:
+            where += f", line {self.line}"
+        if self.field:
+            where += f", field '{self.field}'"
+        return f"{where}: {self.message}"
+
+    def as_dict(self) -> dict:
+        return {"file": self.file, "line": self.line, "field": self.field, "message": self.message}
+
+
+class UserFacingError(Exception):
+    """An error whose message tells the user what went wrong and what to do; shown as is."""
+
+
+class ImportFailed(UserFacingError):
+    """An import found problems; nothing was written."""
+
+    def __init__(self, problems: list[ImportProblem], *, truncated: bool = False) -> None:
+        self.problems = problems
+        self.truncated = truncated
+        more = " (stopped after the first problems; fix these and import again)" if truncated else ""
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"Nothing was imported: {len(problems)} problem(s){more}\n{lines}")
+
+
+class ProblemCollector:
+    """Collect problems up to a limit; the import stops (and rolls back) once any were found."""
+
+    def __init__(self, file: str, limit: int = 50) -> None:
+        self.file = file
+        self.limit = limit
+        self.problems: list[ImportProblem] = []
+        self.truncated = False
+
+    def add(self, line: int | None, field: str | None, message: str) -> None:
+        if len(self.problems) >= self.limit:
+            self.truncated = True
+            return
+        self.problems.append(ImportProblem(self.file, line, field, message))
+
+    @property
+    def full(self) -> bool:
+        return len(self.problems) >= self.limit
+
+    def __bool__(self) -> bool:
+        return bool(self.problems)
+
+    def raise_if_any(self) -> None:
+        if self.problems:
+            raise ImportFailed(self.problems, truncated=self.truncated)

@@ -1,0 +1,198 @@
+"""Streaming readers for the import formats: one record (a dict) at a time, with its line number.
+
+JSON Lines, CSV and Parquet stream in batches, so memory does not grow with the file. TREC qrels
+and run files are grouped by topic, which needs the whole file; they are usually small.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .problems import ImportFailed, ImportProblem
+
+FORMATS = ("jsonl", "csv", "parquet", "ragas", "trec-qrels", "trec-run")
+BATCH = 2000
+
+
+@dataclass(frozen=True)
+class Record:
+    line: int
+    data: dict[str, Any]
+
+
+def detect_format(path: Path, declared: str | None = None) -> str:
+    """Return the format named, or the one the file's extension implies."""
+    if declared:
+        if declared not in FORMATS:
+            raise ImportFailed([ImportProblem(path.name, None, None, f"unknown format {declared!r}; use one of {', '.join(FORMATS)}")])
+        return declared
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        return "jsonl"
+    if suffix in (".csv", ".tsv"):
+        return "csv"
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    if suffix in (".qrels",) or path.name.startswith("qrels"):
+        return "trec-qrels"
+    raise ImportFailed(
+        [ImportProblem(path.name, None, None, f"cannot tell the format from the extension {suffix!r}; name it with --format ({', '.join(FORMATS)})")]
+    )
+
+
+def container_of(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        return "csv"
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    return "jsonl"
+
+
+def count_records(path: Path, fmt: str) -> int | None:
+    """Return how many records the file holds (for progress), cheaply, or None if unknown."""
+    container = container_of(path) if fmt == "ragas" else fmt
+    try:
+        if container == "parquet":
+            import pyarrow.parquet as pq
+
+            return pq.ParquetFile(path).metadata.num_rows
+        if container in ("jsonl", "csv"):
+            count = 0
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    count += block.count(b"\n")
+            return max(0, count - (1 if container == "csv" else 0))
+    except OSError:
+        return None
+    return None
+
+
+def read_records(path: Path, fmt: str, display_name: str) -> Iterator[Record]:
+    """Yield the file's records; malformed syntax raises :class:`ImportFailed` with its line."""
+    container = container_of(path) if fmt == "ragas" else fmt
+    if container == "jsonl":
+        yield from _read_jsonl(path, display_name)
+    elif container == "csv":
+        yield from _read_csv(path, display_name)
+    elif container == "parquet":
+        yield from _read_parquet(path, display_name)
+    else:
+        raise ValueError(f"read_records does not read {fmt}; use the TREC readers")
+
+
+def _read_jsonl(path: Path, name: str) -> Iterator[Record]:
+    with path.open("r", encoding="utf-8", errors="strict", newline="") as handle:
+        line_no = 0
+        try:
+            for raw in handle:
+                line_no += 1
+                text = raw.strip()
+                if not text:
+                    continue
+                try:
+                    data = json.loads(text)
+                except json.JSONDecodeError as error:
+                    raise ImportFailed(
+                        [ImportProblem(name, line_no, None, f"malformed JSON: {error.msg} (column {error.colno}); each line must be one JSON object")]
+                    ) from None
+                if not isinstance(data, dict):
+                    raise ImportFailed(
+                        [ImportProblem(name, line_no, None, f"each line must be a JSON object {{...}}, got {type(data).__name__}")]
+                    )
+                yield Record(line_no, data)
+        except UnicodeDecodeError as error:
+            raise ImportFailed([ImportProblem(name, line_no + 1, None, f"not UTF-8 text ({error.reason}); save the file as UTF-8")]) from None
+
+
+def _read_csv(path: Path, name: str) -> Iterator[Record]:
+    import pandas as pd
+
+    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        reader = pd.read_csv(
+            path, sep=sep, dtype=str, keep_default_na=False, chunksize=BATCH, encoding="utf-8", on_bad_lines="error"
+        )
+        row = 0
+        for frame in reader:
+            columns = [str(c).strip() for c in frame.columns]
+            for values in frame.itertuples(index=False, name=None):
+                row += 1
+                yield Record(row + 1, dict(zip(columns, values)))
+    except pd.errors.EmptyDataError:
+        return
+    except pd.errors.ParserError as error:
+        raise ImportFailed([ImportProblem(name, None, None, f"malformed CSV: {error}")]) from None
+    except UnicodeDecodeError as error:
+        raise ImportFailed([ImportProblem(name, None, None, f"not UTF-8 text ({error.reason}); save the file as UTF-8")]) from None
+
+
+def _read_parquet(path: Path, name: str) -> Iterator[Record]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as error:
+        raise ImportFailed([ImportProblem(name, None, None, f"not a readable Parquet file: {error}")]) from None
+    row = 0
+    for batch in parquet.iter_batches(batch_size=BATCH):
+        for data in batch.to_pylist():
+            row += 1
+            yield Record(row, data)
+
+
+def read_trec_qrels(path: Path, name: str) -> Iterator[Record]:
+    """Yield one record per topic: ``{"id", "gold": [{"doc", "grade"}]}`` (format: ``qid 0 docno grade``)."""
+    topics: dict[str, dict[str, Any]] = {}
+    with path.open("r", encoding="utf-8") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            parts = raw.split()
+            if not parts:
+                continue
+            if len(parts) != 4:
+                raise ImportFailed([ImportProblem(name, line_no, None, f"a qrels line has 4 columns (qid iteration docno grade), got {len(parts)}")])
+            qid, _, doc, grade_text = parts
+            try:
+                grade = int(grade_text)
+            except ValueError:
+                raise ImportFailed([ImportProblem(name, line_no, "grade", f"grade must be an integer, got {grade_text!r}")]) from None
+            topic = topics.setdefault(qid, {"line": line_no, "gold": {}})
+            if doc in topic["gold"]:
+                raise ImportFailed([ImportProblem(name, line_no, "docno", f"document {doc!r} is judged twice for topic {qid}")])
+            topic["gold"][doc] = grade
+    for qid, topic in topics.items():
+        yield Record(topic["line"], {"id": qid, "gold": [{"doc": d, "grade": g} for d, g in topic["gold"].items()]})
+
+
+def read_trec_run(path: Path, name: str) -> Iterator[Record]:
+    """Yield one row per topic, its documents ranked as trec_eval ranks them.
+
+    TREC run lines are ``qid Q0 docno rank score runid``. trec_eval ignores the rank column and
+    sorts by score, descending, breaking ties by docno, descending; we do the same so our
+    numbers match the field's reference tool.
+    """
+    topics: dict[str, dict[str, Any]] = {}
+    with path.open("r", encoding="utf-8") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            parts = raw.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise ImportFailed([ImportProblem(name, line_no, None, f"a run line has 6 columns (qid Q0 docno rank score runid), got {len(parts)}")])
+            qid, _, doc, _, score_text, run_id = parts
+            try:
+                score = float(score_text)
+            except ValueError:
+                raise ImportFailed([ImportProblem(name, line_no, "score", f"score must be a number, got {score_text!r}")]) from None
+            topic = topics.setdefault(qid, {"line": line_no, "docs": {}, "run_id": run_id})
+            if doc in topic["docs"]:
+                raise ImportFailed([ImportProblem(name, line_no, "docno", f"document {doc!r} is retrieved twice for topic {qid}")])
+            topic["docs"][doc] = score
+    for qid, topic in topics.items():
+        ranked = sorted(topic["docs"].items(), key=lambda item: (item[1], item[0]), reverse=True)
+        yield Record(topic["line"], {"id": qid, "retrieved": [d for d, _ in ranked], "trec_run_id": topic["run_id"]})
