@@ -55,7 +55,7 @@ def _chunk_map(prefix: str, size: int) -> list[dict[str, Any]]:
 
 
 def _chunk_of(prefix: str, size: int, doc: str, offset: int) -> str:
-    return f"{prefix}-{doc}-{offset // size}"
+    return f"{prefix}-{doc}-{min(offset, DOC_LENGTH - 1) // size}"
 
 
 def build_demo(seed: int = 2026) -> dict[str, Any]:
@@ -112,54 +112,63 @@ def build_demo(seed: int = 2026) -> dict[str, Any]:
     }
 
 
-def _retrieved(q: dict[str, Any], rng: random.Random, prefix: str, size: int, hit_prob: float) -> tuple[list[str], int]:
-    """Return a ranked chunk list of length 10 and the number of gold hits placed in the top 5."""
-    wanted = []
-    for entry in q["gold"]:
-        offset = entry.get("start", rng.randrange(0, DOC_LENGTH))
-        wanted.append(_chunk_of(prefix, size, entry["doc"], offset))
-    hits = [w for w in dict.fromkeys(wanted) if rng.random() < hit_prob]
-    filler = []
+def _ranked(q: dict[str, Any], rng: random.Random, draws: list[float], positions: list[int], prefix: str, size: int, hit_prob: float) -> list[str]:
+    """Return 10 ranked chunks: the gold chunks whose draw is under ``hit_prob`` at their positions."""
+    wanted = [_chunk_of(prefix, size, e["doc"], e.get("start", 0) + (e.get("end", 1) - e.get("start", 0)) // 2) for e in q["gold"]]
+    hits = [(pos, chunk) for chunk, u, pos in zip(wanted, draws, positions) if u < hit_prob]
+    filler: list[str] = []
     while len(filler) < 10:
-        d = rng.randrange(N_DOCS)
-        chunk = _chunk_of(prefix, size, f"doc{d:03d}", rng.randrange(0, DOC_LENGTH))
-        if chunk not in hits and chunk not in filler and chunk not in wanted:
+        chunk = _chunk_of(prefix, size, f"doc{rng.randrange(N_DOCS):03d}", rng.randrange(0, DOC_LENGTH))
+        if chunk not in wanted and chunk not in filler:
             filler.append(chunk)
     ranked = filler[: 10 - len(hits)]
-    for h in hits:
-        ranked.insert(rng.randrange(0, min(K, len(ranked) + 1)), h)
-    return ranked[:10], len(hits)
+    for pos, chunk in sorted(hits):
+        if chunk not in ranked:
+            ranked.insert(min(pos, len(ranked)), chunk)
+    return ranked[:10]
 
 
-def _claims(q: dict[str, Any], rng: random.Random, p_supported: float) -> list[dict[str, Any]]:
+def _claim_texts(q: dict[str, Any], rng: random.Random) -> list[str]:
     topic = q["question"].split("What is the ")[-1].split(" for plan")[0]
-    n_claims = rng.choice([2, 3, 3, 4, 5])
-    claims = []
-    for i in range(n_claims):
-        supported = rng.random() < p_supported
-        text = [
-            f"The {topic} is {rng.choice(VALUES)}.",
-            f"This applies to every plan in the {q['type']} catalogue.",
-            f"Changes take effect after {rng.choice(VALUES)}.",
-            f"Exceptions need written approval from an admin.",
-            f"The rule was introduced in the {rng.choice(['2024', '2025', '2026'])} revision.",
-        ][i % 5]
-        claim: dict[str, Any] = {"text": text, "supported": supported}
-        claim["rationale"] = "Stated in chunk 1 of the context." if supported else "No chunk in the context states this."
-        claims.append(claim)
-    return claims
+    templates = [
+        f"The {topic} is {rng.choice(VALUES)}.",
+        f"This applies to every plan in the {q['type']} catalogue.",
+        f"Changes take effect after {rng.choice(VALUES)}.",
+        "Exceptions need written approval from an admin.",
+        f"The rule was introduced in the {rng.choice(['2024', '2025', '2026'])} revision.",
+    ]
+    return templates[: rng.choice([2, 3, 3, 4, 5])]
 
 
 def _rows_for(q: dict[str, Any], rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return the baseline and candidate rows of one question, paired as real runs are.
+
+    One uniform draw per gold document and per claim is shared by both runs, so the candidate
+    differs from the baseline only where its higher hit rate or lower support rate says so.
+    """
     boundary = "spans-chunk-boundary" in q["tags"]
-    base_ranked, _ = _retrieved(q, rng, "c512", 2048, 0.79)
-    # The candidate retrieves with smaller chunks and a reranker: it finds gold more often.
-    cand_ranked, _ = _retrieved(q, rng, "c256", 1024, 0.86)
+    draws = [rng.random() for _ in q["gold"]]
+    positions = [rng.choice([0, 0, 1, 1, 2, 3, 4]) for _ in q["gold"]]
+    texts = _claim_texts(q, rng)
+    claim_draws = [rng.random() for _ in texts]
+    decline_draw = rng.random()
+    relevance = rng.choice([3, 4, 4, 5, 5])
     rows = []
-    for ranked, p_supp in ((base_ranked, 0.915), (cand_ranked, 0.75 if boundary else 0.91)):
-        declined = (not q["answerable"] and rng.random() < 0.7) or (q["answerable"] and rng.random() < 0.02)
+    for prefix, size, hit_prob, p_supported in (
+        ("c512", 2048, 0.775, 0.915),
+        ("c256", 1024, 0.84, 0.82 if boundary else 0.905),
+    ):
+        ranked = _ranked(q, rng, draws, positions, prefix, size, hit_prob)
+        declined = decline_draw < (0.7 if not q["answerable"] else 0.02)
         context_ids = ranked[:K]
-        claims = [] if declined else _claims(q, rng, p_supp)
+        claims = [] if declined else [
+            {
+                "text": text,
+                "supported": u < p_supported,
+                "rationale": "Stated in the context." if u < p_supported else "No chunk in the context states this.",
+            }
+            for text, u in zip(texts, claim_draws)
+        ]
         rows.append({
             "id": q["id"],
             "retrieved": ranked,
@@ -168,7 +177,7 @@ def _rows_for(q: dict[str, Any], rng: random.Random) -> tuple[dict[str, Any], di
             "answer": "I could not find this in the documentation." if declined else " ".join(c["text"] for c in claims),
             "declined": declined,
             "claims": claims,
-            "scores": {"answer_relevance": rng.choice([3, 4, 4, 5, 5]) if not declined else None},
+            "scores": {"answer_relevance": None if declined else relevance},
         })
     return rows[0], rows[1]
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalcore.engine import z_score
+from evalcore.engine import proportion_interval, z_score
 
 ALL = "all"
 NO_TYPE = "(no type)"
@@ -24,7 +24,11 @@ def slice_name(qtype: str) -> str:
 
 
 def metric_stats(values: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
-    """Return mean, n and a normal interval (mean +/- z * sd / sqrt(n)) of the finite values."""
+    """Return mean, n and an interval of the finite values.
+
+    Pass/fail scores get the Wilson interval (it stays within [0, 1] and keeps its coverage at
+    small n); other scores mean +/- z * SD / sqrt(n), clipped to the range of the values seen.
+    """
     finite = values[np.isfinite(values)]
     n = int(finite.size)
     if n == 0:
@@ -32,8 +36,12 @@ def metric_stats(values: np.ndarray, confidence: float = 0.95) -> dict[str, Any]
     mean = float(finite.mean())
     if n == 1:
         return {"n": 1, "mean": mean, "low": None, "high": None}
+    if np.all((finite == 0) | (finite == 1)):
+        estimate = proportion_interval(int(finite.sum()), n, confidence=confidence, method="wilson")
+        return {"n": n, "mean": mean, "low": estimate.low, "high": estimate.high}
     half = z_score(confidence) * float(finite.std(ddof=1)) / math.sqrt(n)
-    return {"n": n, "mean": mean, "low": mean - half, "high": mean + half}
+    low, high = float(finite.min()), float(finite.max())
+    return {"n": n, "mean": mean, "low": max(low, mean - half), "high": min(high, mean + half)}
 
 
 def summarize_scores(

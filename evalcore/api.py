@@ -1,0 +1,314 @@
+"""The evalcore REST API for scripts and CI (token or session authentication, eval owners only).
+
+One view per operation, with its own input and output serializers. Imports and gates are jobs:
+the POST answers 202 with the job, which ``GET /api/jobs/{id}/`` reports until it is done.
+Eval set versions are frozen: no endpoint changes or deletes a question or a version.
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from labelstudio_lite.accounts.access import IsEvalOwner
+
+from .models import Comparison, EvalSet, EvalSetVersion, Job, Run
+from .selectors import run_by_ref, run_rows
+from .services.comparisons import comparable_metrics, comparison_as_dict
+from .services.jobs import job_create, job_enqueue, job_snapshot
+from .services.problems import UserFacingError
+from .services.readers import FORMATS
+from .services.uploads import save_upload
+
+
+class EvalOwnerAPIView(APIView):
+    permission_classes = [IsEvalOwner]
+
+
+class JobOutput(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    percent = serializers.IntegerField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Job
+        fields = ["id", "kind", "status", "done", "total", "percent", "message", "result", "error", "created_at", "finished_at", "url"]
+
+    def get_url(self, job: Job) -> str:
+        return f"/api/jobs/{job.pk}/"
+
+
+def _accepted(job: Job) -> Response:
+    return Response(JobOutput(job).data, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/jobs/{job.pk}/"})
+
+
+class JobDetailApi(EvalOwnerAPIView):
+    @extend_schema(responses=JobOutput, summary="A job's status and progress, and its result or error")
+    def get(self, request: Request, job_id: int) -> Response:
+        return Response(JobOutput(job_snapshot(get_object_or_404(Job, pk=job_id))).data)
+
+
+class VersionOutput(serializers.ModelSerializer):
+    eval_set = serializers.CharField(source="eval_set.name")
+    parent = serializers.IntegerField(source="parent.number", allow_null=True, default=None)
+
+    class Meta:
+        model = EvalSetVersion
+        fields = ["id", "eval_set", "number", "parent", "content_hash", "question_count", "source_name", "archived", "created_at"]
+
+
+class EvalSetListApi(EvalOwnerAPIView):
+    class EvalSetOutput(serializers.ModelSerializer):
+        versions = VersionOutput(many=True)
+
+        class Meta:
+            model = EvalSet
+            fields = ["id", "name", "description", "created_at", "versions"]
+
+    @extend_schema(responses=EvalSetOutput(many=True), summary="Eval sets with their frozen versions")
+    def get(self, request: Request) -> Response:
+        evalsets = EvalSet.objects.prefetch_related("versions__parent", "versions__eval_set").order_by("name")
+        return Response(self.EvalSetOutput(evalsets, many=True).data)
+
+
+class QuestionListApi(EvalOwnerAPIView):
+    class QuestionOutput(serializers.Serializer):
+        id = serializers.CharField(source="qid")
+        question = serializers.CharField(source="text")
+        type = serializers.CharField(source="qtype")
+        tags = serializers.JSONField()
+        answerable = serializers.BooleanField()
+        reference_answer = serializers.CharField()
+        gold = serializers.JSONField()
+
+    @extend_schema(responses=QuestionOutput(many=True), summary="The questions of one frozen version (read only)")
+    def get(self, request: Request, name: str, number: int) -> Response:
+        version = get_object_or_404(EvalSetVersion, eval_set__name=name, number=number)
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(version.questions.order_by("qid"), request, view=self)
+        return paginator.get_paginated_response(self.QuestionOutput(page, many=True).data)
+
+
+class EvalSetImportApi(EvalOwnerAPIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    class EvalSetImportInput(serializers.Serializer):
+        file = serializers.FileField()
+        name = serializers.SlugField(max_length=100)
+        format = serializers.ChoiceField(choices=FORMATS, required=False)
+        extend = serializers.BooleanField(required=False, default=False)
+        base = serializers.IntegerField(required=False, min_value=1)
+        description = serializers.CharField(required=False, allow_blank=True, default="")
+
+    @extend_schema(request=EvalSetImportInput, responses={202: JobOutput}, summary="Import questions as a new frozen version (a job)")
+    def post(self, request: Request) -> Response:
+        data = _valid(self.EvalSetImportInput, request.data)
+        path = _save(data["file"])
+        job = job_create(
+            kind=Job.Kind.IMPORT_EVALSET,
+            params={
+                "path": str(path), "name": data["name"], "format": data.get("format"), "display_name": data["file"].name,
+                "mode": "extend" if data["extend"] else "replace", "base_version": data.get("base"),
+                "description": data["description"],
+            },
+            user=request.user,
+        )
+        job_enqueue(job)
+        return _accepted(job)
+
+
+class RunOutput(serializers.ModelSerializer):
+    eval_set = serializers.CharField(source="version.eval_set.name")
+    version = serializers.IntegerField(source="version.number")
+    judge_config = serializers.SerializerMethodField()
+    coverage = serializers.FloatField(read_only=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id", "name", "eval_set", "version", "k", "gain", "row_count", "question_count", "coverage",
+            "system_config", "judge_config", "summary", "source_name", "created_at",
+        ]
+
+    def get_judge_config(self, run: Run) -> dict | None:
+        judge = run.judge_config
+        if judge is None:
+            return None
+        return {
+            "id": judge.pk, "model": judge.model, "model_version": judge.model_version, "prompt_hash": judge.prompt_hash,
+            "temperature": judge.temperature, "claim_splitting": judge.claim_splitting,
+            "library_versions": judge.library_versions, "config_hash": judge.config_hash,
+        }
+
+
+class RunListApi(EvalOwnerAPIView):
+    @extend_schema(
+        responses=RunOutput(many=True), summary="Runs, newest first",
+        parameters=[OpenApiParameter("evalset", str, description="NAME or NAME@VERSION")],
+    )
+    def get(self, request: Request) -> Response:
+        runs = Run.objects.select_related("version__eval_set", "judge_config").order_by("-created_at")
+        ref = request.query_params.get("evalset")
+        if ref:
+            name, _, number = ref.partition("@")
+            runs = runs.filter(version__eval_set__name=name)
+            if number.isdigit():
+                runs = runs.filter(version__number=int(number))
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(runs, request, view=self)
+        return paginator.get_paginated_response(RunOutput(page, many=True).data)
+
+
+class RunDetailApi(EvalOwnerAPIView):
+    @extend_schema(responses=RunOutput, summary="A run with its means, intervals and coverage per slice")
+    def get(self, request: Request, run_id: int) -> Response:
+        run = get_object_or_404(Run.objects.select_related("version__eval_set", "judge_config"), pk=run_id)
+        return Response(RunOutput(run).data)
+
+
+class RowListApi(EvalOwnerAPIView):
+    class RowOutput(serializers.Serializer):
+        id = serializers.CharField(source="question.qid")
+        type = serializers.CharField(source="question.qtype")
+        retrieved = serializers.JSONField()
+        context_ids = serializers.JSONField()
+        context = serializers.CharField()
+        answer = serializers.CharField()
+        declined = serializers.BooleanField()
+        claims = serializers.JSONField()
+        scores = serializers.JSONField()
+
+    @extend_schema(
+        responses=RowOutput(many=True), summary="A run's per-question rows, filterable by slice and metric range",
+        parameters=[
+            OpenApiParameter("type", str), OpenApiParameter("metric", str),
+            OpenApiParameter("min", float), OpenApiParameter("max", float),
+        ],
+    )
+    def get(self, request: Request, run_id: int) -> Response:
+        run = get_object_or_404(Run, pk=run_id)
+        params = request.query_params
+        metric = params.get("metric")
+        if metric and metric not in run.summary.get("metrics", []):
+            return Response({"metric": [f"run {run.name!r} has no metric {metric!r}; it has {run.summary.get('metrics', [])}"]}, status=400)
+        try:
+            low = float(params["min"]) if params.get("min") else None
+            high = float(params["max"]) if params.get("max") else None
+        except ValueError:
+            return Response({"min/max": ["must be numbers"]}, status=400)
+        rows = run_rows(run, qtype=params.get("type"), metric=metric, low=low, high=high)
+        paginator = LimitOffsetPagination()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        return paginator.get_paginated_response(self.RowOutput(page, many=True).data)
+
+
+class RunImportApi(EvalOwnerAPIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    class RunImportInput(serializers.Serializer):
+        file = serializers.FileField()
+        evalset = serializers.CharField(max_length=120, help_text="NAME or NAME@VERSION")
+        name = serializers.SlugField(max_length=150)
+        format = serializers.ChoiceField(choices=FORMATS, required=False)
+        k = serializers.IntegerField(required=False, min_value=1)
+        gain = serializers.ChoiceField(choices=["exponential", "linear"], default="exponential")
+        chunks = serializers.FileField(required=False)
+        judge_config = serializers.JSONField(required=False)
+        system_config = serializers.JSONField(required=False)
+
+        def validate_judge_config(self, value):
+            if value is not None and not isinstance(value, dict):
+                raise serializers.ValidationError("must be a JSON object")
+            return value
+
+        def validate_system_config(self, value):
+            if value is not None and not isinstance(value, dict):
+                raise serializers.ValidationError("must be a JSON object")
+            return value
+
+    @extend_schema(request=RunImportInput, responses={202: JobOutput}, summary="Import a run's rows, scored on the way in (a job)")
+    def post(self, request: Request) -> Response:
+        data = _valid(self.RunImportInput, request.data)
+        path = _save(data["file"])
+        chunks = _save(data["chunks"]) if data.get("chunks") else None
+        job = job_create(
+            kind=Job.Kind.IMPORT_RUN,
+            params={
+                "path": str(path), "evalset": data["evalset"], "name": data["name"], "format": data.get("format"),
+                "display_name": data["file"].name, "k": data.get("k"), "gain": data["gain"],
+                "judge_config": data.get("judge_config"), "system_config": data.get("system_config"),
+                "chunks_path": str(chunks) if chunks else None,
+            },
+            user=request.user,
+        )
+        job_enqueue(job)
+        return _accepted(job)
+
+
+class GateApi(EvalOwnerAPIView):
+    parser_classes = [JSONParser, FormParser]
+
+    class GateInput(serializers.Serializer):
+        base = serializers.CharField(help_text="run name or #id")
+        candidate = serializers.CharField(help_text="run name or #id")
+        evalset = serializers.CharField(required=False, help_text="NAME or NAME@VERSION, when run names repeat")
+        metrics = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+        slice_by = serializers.ChoiceField(choices=["type", "none"], default="type")
+        margin = serializers.FloatField(required=False, min_value=0.0)
+        margins = serializers.DictField(child=serializers.FloatField(min_value=0.0), required=False, default=dict)
+        lower_is_better = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+
+    @extend_schema(request=GateInput, responses={202: JobOutput}, summary="Compare two runs and apply the release gate (a job)")
+    def post(self, request: Request) -> Response:
+        data = _valid(self.GateInput, request.data)
+        try:
+            base = run_by_ref(data["base"], evalset=data.get("evalset"))
+            candidate = run_by_ref(data["candidate"], evalset=data.get("evalset"))
+        except UserFacingError as error:
+            return Response({"detail": str(error)}, status=400)
+        if base.version_id != candidate.version_id:
+            return Response({"detail": f"{base.name} ran on {base.version.label} and {candidate.name} on {candidate.version.label}: comparisons are paired on one frozen version"}, status=400)
+        if base.pk == candidate.pk:
+            return Response({"detail": "the baseline and the candidate are the same run"}, status=400)
+        chosen, excluded = comparable_metrics(base, candidate, data["metrics"] or None)
+        if not chosen:
+            return Response({"detail": "nothing to compare", "excluded_metrics": excluded}, status=400)
+        job = job_create(
+            kind=Job.Kind.GATE,
+            params={
+                "base": base.pk, "candidate": candidate.pk, "metrics": data["metrics"],
+                "slice_by": None if data["slice_by"] == "none" else "type", "margin": data.get("margin"),
+                "margins": data["margins"], "lower_is_better": data["lower_is_better"],
+            },
+            user=request.user,
+        )
+        job_enqueue(job)
+        return _accepted(job)
+
+
+class ComparisonDetailApi(EvalOwnerAPIView):
+    @extend_schema(
+        responses=inline_serializer("Comparison", {"id": serializers.IntegerField(), "overall": serializers.CharField(), "decisions": serializers.ListField()}),
+        summary="A logged comparison: every decision with its interval, and the overall status",
+    )
+    def get(self, request: Request, comparison_id: int) -> Response:
+        comparison = get_object_or_404(Comparison.objects.select_related("base__version__eval_set", "candidate"), pk=comparison_id)
+        return Response(comparison_as_dict(comparison))
+
+
+def _valid(serializer_class: type[serializers.Serializer], data: object) -> dict:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def _save(upload):  # type: ignore[no-untyped-def]
+    try:
+        return save_upload(upload)
+    except UserFacingError as error:
+        raise serializers.ValidationError({"file": [str(error)]}) from None

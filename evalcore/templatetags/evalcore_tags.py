@@ -1,0 +1,56 @@
+"""Number formatting for pages: every figure with its interval and n, NaN shown as a dash."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from django import template
+from django.utils.html import format_html
+
+register = template.Library()
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@register.filter
+def num(value: Any, digits: int = 3) -> str:
+    return f"{value:.{int(digits)}f}" if _finite(value) else "—"
+
+
+@register.filter
+def signed(value: Any, digits: int = 3) -> str:
+    return f"{value:+.{int(digits)}f}" if _finite(value) else "—"
+
+
+@register.filter
+def pct(value: Any, digits: int = 0) -> str:
+    return f"{100 * value:.{int(digits)}f} %" if _finite(value) else "—"
+
+
+@register.filter
+def get(mapping: Any, key: Any) -> Any:
+    if isinstance(mapping, dict):
+        return mapping.get(key)
+    return None
+
+
+@register.simple_tag
+def interval(low: Any, high: Any, signed_values: bool = False) -> str:
+    if not (_finite(low) and _finite(high)):
+        return "—"
+    spec = "+.3f" if signed_values else ".3f"
+    return f"[{low:{spec}}, {high:{spec}}]"
+
+
+@register.simple_tag
+def status_badge(status: str) -> str:
+    return format_html('<span class="badge status-{}">{}</span>', status, status)
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)

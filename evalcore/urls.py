@@ -1,0 +1,17 @@
+from django.urls import path
+
+from .views import comparisons, evalsets, jobs, runs
+
+app_name = "evalcore"
+
+urlpatterns = [
+    path("evalsets/", evalsets.evalset_list, name="evalsets"),
+    path("evalsets/<slug:name>/v<int:number>/", evalsets.version_detail, name="version"),
+    path("runs/", runs.run_list, name="runs"),
+    path("runs/<int:run_id>/", runs.run_detail, name="run"),
+    path("runs/<int:run_id>/rows/", runs.run_rows_page, name="rows"),
+    path("runs/<int:run_id>/rows/<int:row_id>/", runs.row_detail, name="row"),
+    path("compare/", comparisons.compare, name="compare"),
+    path("comparisons/<int:comparison_id>/", comparisons.comparison_detail, name="comparison"),
+    path("jobs/<int:job_id>/", jobs.job_detail, name="job"),
+]

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from labelstudio_lite.accounts.access import eval_owner_required
+
+from ..charts import ForestRow, forest_plot_svg
+from ..forms import CompareForm
+from ..models import Comparison, Job
+from ..selectors import changed_rows, comparisons_list
+from ..services.comparisons import comparable_metrics
+from ..services.jobs import job_create, job_enqueue
+
+
+@require_http_methods(["GET", "POST"])
+@eval_owner_required
+def compare(request: HttpRequest) -> HttpResponse:
+    initial = {k: request.GET[k] for k in ("base", "candidate") if k in request.GET}
+    form = CompareForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        chosen, excluded = comparable_metrics(data["base"], data["candidate"], data["metrics"] or None)
+        if not chosen:
+            form.add_error(None, "Nothing to compare: " + "; ".join(f"{m}: {why}" for m, why in excluded.items()))
+        else:
+            job = job_create(
+                kind=Job.Kind.GATE,
+                params={
+                    "base": data["base"].pk, "candidate": data["candidate"].pk, "metrics": data["metrics"],
+                    "slice_by": None if data["slice_by"] == "none" else "type", "margin": data["margin"],
+                    "margins": data["margins"],
+                },
+                user=request.user,
+            )
+            job_enqueue(job)
+            url = reverse("evalcore:job", args=[job.pk])
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "evalcore/compare.html", {"form": form, "comparisons": comparisons_list()[:20]}, status=status)
+
+
+@require_GET
+@eval_owner_required
+def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
+    comparison = get_object_or_404(
+        Comparison.objects.select_related("base__version__eval_set", "candidate", "created_by", "base__judge_config", "candidate__judge_config"),
+        pk=comparison_id,
+    )
+    decisions = list(comparison.decisions.all())
+    metric = request.GET.get("metric") or (next((d.metric for d in decisions if d.status == comparison.overall), None) or (comparison.metrics or [None])[0])
+    if metric not in comparison.metrics:
+        metric = comparison.metrics[0] if comparison.metrics else None
+    context = {
+        "comparison": comparison,
+        "decisions": decisions,
+        "headline": [d for d in decisions if d.slice == "all"],
+        "worst": next((d for d in decisions if d.status == comparison.overall and d.slice == "all"), None)
+        or next((d for d in decisions if d.status == comparison.overall), None),
+        "metric": metric,
+        "changed": changed_rows(comparison, metric) if metric else [],
+    }
+    if request.htmx and request.GET.get("partial") == "changed":
+        return render(request, "evalcore/comparison.html#changed", context)
+    context["plot"] = forest_plot_svg([
+        ForestRow(d.metric, d.slice, d.mean, d.low, d.high, d.margin, d.status, d.higher_is_better, d.n) for d in decisions
+    ])
+    return render(request, "evalcore/comparison.html", context)

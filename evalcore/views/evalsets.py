@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from labelstudio_lite.accounts.access import eval_owner_required
+
+from ..forms import EvalSetImportForm
+from ..models import EvalSetVersion, Job
+from ..selectors import evalsets_with_versions, version_runs
+from ..services.jobs import job_create, job_enqueue
+from ..services.problems import UserFacingError
+from ..services.uploads import save_upload
+
+
+@require_http_methods(["GET", "POST"])
+@eval_owner_required
+def evalset_list(request: HttpRequest) -> HttpResponse:
+    form = EvalSetImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            path = save_upload(form.cleaned_data["file"])
+        except UserFacingError as error:
+            form.add_error("file", str(error))
+        else:
+            job = job_create(
+                kind=Job.Kind.IMPORT_EVALSET,
+                params={
+                    "path": str(path), "name": form.cleaned_data["name"], "format": form.cleaned_data["format"] or None,
+                    "display_name": form.cleaned_data["file"].name,
+                    "mode": "extend" if form.cleaned_data["extend"] else "replace",
+                    "description": form.cleaned_data["description"],
+                },
+                user=request.user,
+            )
+            job_enqueue(job)
+            url = reverse("evalcore:job", args=[job.pk])
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "evalcore/evalsets.html", {"evalsets": evalsets_with_versions(), "form": form}, status=status)
+
+
+@require_GET
+@eval_owner_required
+def version_detail(request: HttpRequest, name: str, number: int) -> HttpResponse:
+    version = get_object_or_404(EvalSetVersion.objects.select_related("eval_set", "parent"), eval_set__name=name, number=number)
+    qtype = request.GET.get("type")
+    questions = version.questions.order_by("qid")
+    if qtype is not None:
+        questions = questions.filter(qtype=qtype)
+    page = Paginator(questions, 50).get_page(request.GET.get("page"))
+    types = version.questions.order_by().values_list("qtype", flat=True).distinct()
+    context = {
+        "version": version, "page": page, "types": sorted(types), "qtype": qtype,
+        "runs": version_runs(version), "children": version.children.all(),
+    }
+    template = "evalcore/version.html#questions" if request.htmx else "evalcore/version.html"
+    return render(request, template, context)

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
+
+from labelstudio_lite.accounts.access import eval_owner_required
+
+from ..forms import RowFilterForm, RunImportForm
+from ..models import Job, Row, Run
+from ..selectors import run_rows, runs_list
+from ..services.jobs import job_create, job_enqueue
+from ..services.problems import UserFacingError
+from ..services.scoring import is_judge_metric
+from ..services.uploads import save_upload
+
+
+@require_http_methods(["GET", "POST"])
+@eval_owner_required
+def run_list(request: HttpRequest) -> HttpResponse:
+    form = RunImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            path = save_upload(form.cleaned_data["file"])
+            chunks = save_upload(form.cleaned_data["chunks"]) if form.cleaned_data.get("chunks") else None
+        except UserFacingError as error:
+            form.add_error("file", str(error))
+        else:
+            job = job_create(
+                kind=Job.Kind.IMPORT_RUN,
+                params={
+                    "path": str(path), "evalset": form.cleaned_data["evalset"], "name": form.cleaned_data["name"],
+                    "format": form.cleaned_data["format"] or None, "display_name": form.cleaned_data["file"].name,
+                    "k": form.cleaned_data["k"], "gain": form.cleaned_data["gain"],
+                    "judge_config": form.cleaned_data["judge_config"], "system_config": form.cleaned_data["system_config"],
+                    "chunks_path": str(chunks) if chunks else None,
+                },
+                user=request.user,
+            )
+            job_enqueue(job)
+            url = reverse("evalcore:job", args=[job.pk])
+            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "evalcore/runs.html", {"runs": runs_list(), "form": form}, status=status)
+
+
+def _summary_table(run: Run) -> list[dict]:
+    """Rows of (slice, coverage, per-metric mean with interval and n) for the run page."""
+    summary = run.summary or {}
+    metrics = summary.get("metrics", [])
+    slices = summary.get("slices", {})
+    order = ["all"] + sorted(s for s in slices if s != "all")
+    return [
+        {"name": name, "data": slices[name], "cells": [(m, slices[name]["metrics"].get(m, {})) for m in metrics]}
+        for name in order
+        if name in slices
+    ]
+
+
+@require_GET
+@eval_owner_required
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(Run.objects.select_related("version__eval_set", "judge_config", "created_by"), pk=run_id)
+    metrics = run.summary.get("metrics", [])
+    context = {
+        "run": run, "metrics": metrics, "table": _summary_table(run),
+        "judge_metrics": [m for m in metrics if is_judge_metric(m)],
+        "other_runs": Run.objects.filter(version=run.version).exclude(pk=run.pk).order_by("-created_at"),
+    }
+    return render(request, "evalcore/run.html", context)
+
+
+@require_GET
+@eval_owner_required
+@vary_on_headers("HX-Request")
+def run_rows_page(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(Run.objects.select_related("version__eval_set"), pk=run_id)
+    form = RowFilterForm(request.GET or None)
+    filters = form.cleaned_data if form.is_valid() else {}
+    metrics = run.summary.get("metrics", [])
+    metric = filters.get("metric") or None
+    if metric and metric not in metrics:
+        form.add_error("metric", f"{run.name} has no metric {metric!r}")
+        metric = None
+    rows = run_rows(
+        run, qtype=filters.get("type") or None, metric=metric, low=filters.get("low"), high=filters.get("high"),
+        search=filters.get("q") or None,
+    )
+    page = Paginator(rows, 50).get_page(filters.get("page"))
+    types = sorted((run.summary.get("slices") or {}).keys() - {"all"})
+    context = {"run": run, "form": form, "page": page, "metrics": metrics, "types": types, "filters": filters}
+    template = "evalcore/rows.html#rows" if request.htmx else "evalcore/rows.html"
+    return render(request, template, context)
+
+
+@require_GET
+@eval_owner_required
+def row_detail(request: HttpRequest, run_id: int, row_id: int) -> HttpResponse:
+    row = get_object_or_404(Row.objects.select_related("question", "run"), pk=row_id, run_id=run_id)
+    return render(request, "evalcore/row_detail.html", {"row": row, "run": row.run})
