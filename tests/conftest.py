@@ -46,6 +46,22 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
+@pytest.fixture(autouse=True)
+def _tasks_run_inline(settings):
+    """Unit tests run Celery tasks inline (eager), even where a broker is configured.
+
+    Tests of a real worker turn this off themselves (``app.conf.task_always_eager = False``).
+    """
+    from labelstudio_lite.celery import app
+
+    settings.EMBEDDED_TASKS_IN_THREAD = False
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous
+
+
 @pytest.fixture
 def owner(django_user_model):
     return django_user_model.objects.create_user("olivia", password="owner-pass-123", role="eval_owner")
