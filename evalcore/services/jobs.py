@@ -37,8 +37,12 @@ def job_enqueue(job: Job) -> None:
     """
     from ..tasks import run_job
 
+    if settings.CELERY_TASK_ALWAYS_EAGER and not settings.EMBEDDED_TASKS_IN_THREAD:
+        run_job.apply(args=(job.pk,))  # inline: the caller waits, and sees the finished job
+        return
+
     def start() -> None:
-        if settings.CELERY_TASK_ALWAYS_EAGER and settings.EMBEDDED_TASKS_IN_THREAD:
+        if settings.CELERY_TASK_ALWAYS_EAGER:
             threading.Thread(target=_run_in_thread, args=(job.pk,), daemon=True, name=f"job-{job.pk}").start()
         else:
             run_job.delay(job.pk)
