@@ -11,7 +11,9 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", include("evalcore.urls")),
+    path("", include("labelstudio_lite.labelling.urls")),
     path("api/", include("evalcore.api_urls")),
+    path("api/", include("labelstudio_lite.labelling.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -1,1 +1,195 @@
-"""Labelling campaigns, items, assignments and labels (see the labelling issue)."""
+"""Labelling campaigns: a seeded, stratified sample of a run's answers or claims, labelled blind.
+
+Invariants the database enforces (so no code path can break them):
+
+* one label per (item, annotator), and per (item, external annotator) for imported labels;
+* at most one active lease per (item, annotator);
+* an item's ``slots_taken`` (labels plus active leases) never exceeds the campaign's overlap
+  (a check constraint on a denormalized copy of the overlap);
+* an item belongs to one split forever (no field to move it, and the model refuses changes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from evalcore.models import Row, Run
+
+
+class Campaign(models.Model):
+    class Unit(models.TextChoices):
+        ANSWER = "answer", "Whole answers"
+        CLAIM = "claim", "Single claims"
+
+    DEFAULT_QUESTIONS = {
+        Unit.ANSWER: "Is the answer supported by the context?",
+        Unit.CLAIM: "Is this claim supported by the context?",
+    }
+
+    name = models.SlugField(max_length=100, unique=True)
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="campaigns")
+    unit = models.CharField(max_length=10, choices=Unit.choices)
+    judge_question = models.TextField(help_text="The question the judge answers, shown verbatim to annotators.")
+    guidance = models.TextField(blank=True, help_text="Extra guidance from the eval owner.")
+    size = models.PositiveIntegerField(help_text="Items sampled.")
+    seed = models.PositiveIntegerField(default=7)
+    heldout_fraction = models.FloatField(default=0.3)
+    overlap = models.PositiveSmallIntegerField(default=1, help_text="Different annotators per item.")
+    lease_seconds = models.PositiveIntegerField(default=600)
+    strata = models.JSONField(default=list, blank=True, help_text="Per stratum: available and sampled counts.")
+    annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, through="CampaignAnnotator", related_name="campaigns")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(overlap__gte=1), name="campaign_overlap_positive"),
+            models.CheckConstraint(condition=models.Q(heldout_fraction__gte=0) & models.Q(heldout_fraction__lte=1), name="campaign_heldout_fraction_range"),
+            models.CheckConstraint(condition=models.Q(unit__in=["answer", "claim"]), name="campaign_unit_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CampaignAnnotator(models.Model):
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    added_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["campaign", "user"], name="campaign_annotator_unique")]
+
+
+class Item(models.Model):
+    class Split(models.TextChoices):
+        TUNING = "tuning", "Tuning"
+        HELDOUT = "heldout", "Held out"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="items")
+    row = models.ForeignKey(Row, on_delete=models.PROTECT, related_name="label_items")
+    claim_index = models.PositiveIntegerField(null=True, blank=True, help_text="For claim campaigns: which claim of the answer.")
+    split = models.CharField(max_length=10, choices=Split.choices)
+    stratum = models.CharField(max_length=200, help_text="Question type and judge verdict the item was sampled from.")
+    judge_supported = models.BooleanField(help_text="The judge's verdict. Never sent to annotators.")
+    sampling_weight = models.FloatField(default=1.0, help_text="Stratum population over stratum sample size.")
+    position = models.PositiveIntegerField(help_text="Order in which items are handed out.")
+    overlap = models.PositiveSmallIntegerField(help_text="Copy of the campaign's overlap, for the constraint.")
+    slots_taken = models.PositiveSmallIntegerField(default=0, help_text="Labels (not can't-tell) plus active leases.")
+    label_count = models.PositiveSmallIntegerField(default=0, help_text="Supported / unsupported labels.")
+
+    class Meta:
+        ordering = ["campaign", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "row", "claim_index"], name="item_claim_unique_in_campaign"),
+            models.UniqueConstraint(
+                fields=["campaign", "row"], condition=models.Q(claim_index__isnull=True), name="item_answer_unique_in_campaign"
+            ),
+            models.UniqueConstraint(fields=["campaign", "position"], name="item_position_unique"),
+            models.CheckConstraint(condition=models.Q(slots_taken__lte=models.F("overlap")), name="item_slots_within_overlap"),
+            models.CheckConstraint(condition=models.Q(label_count__lte=models.F("overlap")), name="item_labels_within_overlap"),
+            models.CheckConstraint(condition=models.Q(split__in=["tuning", "heldout"]), name="item_split_valid"),
+        ]
+        indexes = [models.Index(fields=["campaign", "slots_taken", "position"], name="item_next_idx")]
+
+    def __str__(self) -> str:
+        suffix = f" claim {self.claim_index + 1}" if self.claim_index is not None else ""
+        return f"{self.campaign.name}:{self.row.question.qid}{suffix}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            update_fields = kwargs.get("update_fields")
+            if update_fields is None or set(update_fields) - {"slots_taken", "label_count"}:
+                raise ValueError("An item's sample, split and verdict are fixed when the campaign is created.")
+        super().save(*args, **kwargs)
+
+    @property
+    def claim(self) -> dict[str, Any] | None:
+        if self.claim_index is None:
+            return None
+        claims = self.row.claims
+        return claims[self.claim_index] if self.claim_index < len(claims) else None
+
+
+class Assignment(models.Model):
+    """A lease: the annotator holds the item until they answer, skip, or the lease expires."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+        EXPIRED = "expired", "Expired"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    served_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "annotator"], condition=models.Q(status="active"), name="assignment_one_active_lease"
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "expires_at"], name="assignment_expiry_idx")]
+
+
+class Label(models.Model):
+    class Value(models.TextChoices):
+        SUPPORTED = "supported", "Supported"
+        UNSUPPORTED = "unsupported", "Unsupported"
+        CANT_TELL = "cant_tell", "Can't tell"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="labels")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="labels")
+    external_annotator = models.CharField(max_length=150, blank=True, help_text="An annotator who is not a user (imported labels).")
+    value = models.CharField(max_length=12, choices=Value.choices)
+    rationale = models.TextField(blank=True)
+    seconds = models.FloatField(null=True, blank=True, help_text="Time from the item being shown to the label.")
+    source = models.CharField(max_length=10, default="ui", choices=[("ui", "Labelling page"), ("api", "API"), ("import", "Import")])
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["item", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], condition=models.Q(annotator__isnull=False), name="label_one_per_annotator"),
+            models.UniqueConstraint(
+                fields=["item", "external_annotator"], condition=~models.Q(external_annotator=""), name="label_one_per_external_annotator"
+            ),
+            models.CheckConstraint(
+                condition=(models.Q(annotator__isnull=False) & models.Q(external_annotator=""))
+                | (models.Q(annotator__isnull=True) & ~models.Q(external_annotator="")),
+                name="label_has_one_annotator",
+            ),
+            models.CheckConstraint(condition=models.Q(value__in=["supported", "unsupported", "cant_tell"]), name="label_value_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}: {self.value} by {self.annotator_name}"
+
+    @property
+    def annotator_name(self) -> str:
+        return self.annotator.username if self.annotator_id else f"{self.external_annotator} (external)"
+
+    @property
+    def counts(self) -> bool:
+        """Can't-tell answers are recorded but are not labels."""
+        return self.value != self.Value.CANT_TELL
+
+
+class Adjudication(models.Model):
+    """The eval owner's final label for an item whose labels conflict."""
+
+    item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="adjudication")
+    value = models.CharField(max_length=12, choices=[("supported", "Supported"), ("unsupported", "Unsupported")])
+    note = models.TextField(blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    decided_at = models.DateTimeField(default=timezone.now)

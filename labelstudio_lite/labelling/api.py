@@ -1,0 +1,161 @@
+"""Labelling API. Annotator endpoints return only what the labelling page shows (blind to the judge,
+to scores and to other annotators' labels); campaign endpoints are for eval owners."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from labelstudio_lite.accounts.access import IsEvalOwner
+
+from .access import campaign_for_labelling, campaign_for_owner
+from .models import Campaign, Item, Label
+from .selectors import annotator_agreement, blind_item, campaign_progress, campaigns_for_annotator, final_labels
+from .services.assignment import LabellingError, LeaseExpired, annotator_share, next_item, skip_item, submit_label
+
+
+class BlindItemOutput(serializers.Serializer):
+    item_id = serializers.IntegerField()
+    question = serializers.CharField()
+    context = serializers.ListField(child=serializers.DictField())
+    answer = serializers.CharField()
+    claim = serializers.CharField(allow_null=True)
+    claim_number = serializers.IntegerField(allow_null=True)
+
+
+def _share(campaign: Campaign, user) -> dict:
+    share = annotator_share(campaign=campaign, user=user)
+    return {"done": share.done, "cant_tell": share.cant_tell, "target": share.target}
+
+
+class MyCampaignsApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        responses=inline_serializer("MyCampaign", {"name": serializers.CharField(), "question": serializers.CharField(), "share": serializers.DictField()}),
+        summary="Campaigns you are assigned to label",
+    )
+    def get(self, request: Request) -> Response:
+        return Response([
+            {"name": c.name, "unit": c.unit, "question": c.judge_question, "guidance": c.guidance, "share": _share(c, request.user)}
+            for c in campaigns_for_annotator(request.user)
+        ])
+
+
+class NextItemApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: BlindItemOutput, 204: None}, summary="Claim the next item to label (204 when your share is done)")
+    def post(self, request: Request, name: str) -> Response:
+        campaign = campaign_for_labelling(request.user, name)
+        served = next_item(campaign=campaign, user=request.user)
+        if served is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        view = blind_item(Item.objects.select_related("row__question").get(pk=served.item.pk))
+        view.pop("answer_html", None)
+        view.pop("claim_count", None)
+        return Response({**view, "lease_expires_at": served.assignment.expires_at, "question_asked": campaign.judge_question})
+
+
+class LabelInput(serializers.Serializer):
+    item_id = serializers.IntegerField()
+    value = serializers.ChoiceField(choices=Label.Value.values)
+    rationale = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
+
+
+class OwnLabelOutput(serializers.ModelSerializer):
+    question_id = serializers.CharField(source="item.row.question.qid")
+    claim_index = serializers.IntegerField(source="item.claim_index", allow_null=True)
+
+    class Meta:
+        model = Label
+        fields = ["id", "item_id", "question_id", "claim_index", "value", "rationale", "seconds", "created_at", "updated_at"]
+
+
+class MyLabelsApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=OwnLabelOutput(many=True), summary="Your own labels in a campaign")
+    def get(self, request: Request, name: str) -> Response:
+        campaign = campaign_for_labelling(request.user, name)
+        labels = Label.objects.filter(item__campaign=campaign, annotator=request.user).select_related("item__row__question")
+        return Response(OwnLabelOutput(labels, many=True).data)
+
+    @extend_schema(request=LabelInput, responses={201: OwnLabelOutput, 409: None}, summary="Label an item you hold (idempotent)")
+    def post(self, request: Request, name: str) -> Response:
+        campaign = campaign_for_labelling(request.user, name)
+        data = LabelInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            label = submit_label(campaign=campaign, user=request.user, source="api", **data.validated_data)
+        except LeaseExpired as error:
+            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+        except LabellingError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(OwnLabelOutput(label).data, status=status.HTTP_201_CREATED)
+
+
+class SkipApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=inline_serializer("SkipInput", {"item_id": serializers.IntegerField()}), responses={204: None}, summary="Give a held item back")
+    def post(self, request: Request, name: str) -> Response:
+        campaign = campaign_for_labelling(request.user, name)
+        try:
+            item_id = int(request.data.get("item_id"))
+        except (TypeError, ValueError):
+            return Response({"item_id": ["an integer is required"]}, status=400)
+        skip_item(campaign=campaign, user=request.user, item_id=item_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CampaignListApi(APIView):
+    permission_classes = [IsEvalOwner]
+
+    @extend_schema(
+        responses=inline_serializer("CampaignSummary", {"name": serializers.CharField()}, many=True),
+        summary="Campaigns (eval owners)", operation_id="campaigns_list",
+    )
+    def get(self, request: Request) -> Response:
+        return Response([
+            {"name": c.name, "run": c.run.name, "unit": c.unit, "size": c.size, "overlap": c.overlap, "heldout_fraction": c.heldout_fraction,
+             "seed": c.seed, "strata": c.strata, "created_at": c.created_at}
+            for c in Campaign.objects.select_related("run").order_by("-created_at")
+        ])
+
+
+class CampaignDetailApi(APIView):
+    permission_classes = [IsEvalOwner]
+
+    @extend_schema(responses=inline_serializer("CampaignDetail", {"name": serializers.CharField()}), summary="Progress and annotator agreement")
+    def get(self, request: Request, name: str) -> Response:
+        campaign = campaign_for_owner(request.user, name)
+        agreement = annotator_agreement(campaign)
+        finals = final_labels(campaign)
+        statuses: dict[str, int] = {}
+        for f in finals.values():
+            statuses[f.status] = statuses.get(f.status, 0) + 1
+        alpha = agreement["alpha"]
+        return Response({
+            "name": campaign.name, "run": campaign.run.name, "unit": campaign.unit, "question": campaign.judge_question,
+            "progress": campaign_progress(campaign),
+            "agreement": {**agreement, "alpha": None if alpha != alpha else alpha,
+                          "pairs": [{**p, "kappa": None if p["kappa"] != p["kappa"] else p["kappa"]} for p in agreement["pairs"]]},
+            "final_labels": statuses,
+        })
+
+
+class CampaignLabelsApi(APIView):
+    permission_classes = [IsEvalOwner]
+
+    @extend_schema(responses=inline_serializer("CampaignLabel", {"question_id": serializers.CharField()}), summary="Every label (eval owners)")
+    def get(self, request: Request, name: str) -> Response:
+        from .services.labels_io import export_rows
+
+        campaign = campaign_for_owner(request.user, name)
+        return Response(list(export_rows(campaign)))

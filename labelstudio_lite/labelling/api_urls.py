@@ -1,0 +1,13 @@
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("label/campaigns/", api.MyCampaignsApi.as_view(), name="api-my-campaigns"),
+    path("label/<slug:name>/next/", api.NextItemApi.as_view(), name="api-next"),
+    path("label/<slug:name>/labels/", api.MyLabelsApi.as_view(), name="api-my-labels"),
+    path("label/<slug:name>/skip/", api.SkipApi.as_view(), name="api-skip"),
+    path("campaigns/", api.CampaignListApi.as_view(), name="api-campaigns"),
+    path("campaigns/<slug:name>/", api.CampaignDetailApi.as_view(), name="api-campaign"),
+    path("campaigns/<slug:name>/labels/", api.CampaignLabelsApi.as_view(), name="api-campaign-labels"),
+]

@@ -1,0 +1,206 @@
+"""Reads for the labelling app: the blind item view, progress, agreement and final labels."""
+
+from __future__ import annotations
+
+import html
+import re
+import statistics
+import warnings
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
+
+from evalcore.engine import UndefinedMetricWarning
+from evalcore.engine.reliability import krippendorff_alpha, pairwise_kappa
+
+from .models import Adjudication, Campaign, CampaignAnnotator, Item, Label
+
+COUNTED = (Label.Value.SUPPORTED, Label.Value.UNSUPPORTED)
+
+
+# ----------------------------------------------------------------------------------------------
+# What an annotator may see
+# ----------------------------------------------------------------------------------------------
+
+
+def blind_item(item: Item) -> dict[str, Any]:
+    """Return exactly what an annotator may see of an item, and nothing else.
+
+    An allowlist on purpose: the judge's verdicts and rationales, scores, retrieved ids beyond the
+    context, metadata and other annotators' labels never leave this function.
+    """
+    row = item.row
+    chunks = [{"n": i + 1, "id": c["id"], "text": c["text"]} for i, c in enumerate(row.context_chunks)]
+    claim_text = None
+    if item.claim_index is not None:
+        claims = row.claims or []
+        claim_text = claims[item.claim_index]["text"] if item.claim_index < len(claims) else ""
+    answer = row.answer or ""
+    return {
+        "item_id": item.pk,
+        "question": row.question.text,
+        "context": chunks,
+        "answer": answer,
+        "answer_html": highlight(answer, claim_text) if claim_text else html.escape(answer),
+        "claim": claim_text,
+        "claim_number": None if item.claim_index is None else item.claim_index + 1,
+        "claim_count": len(row.claims or []) if item.claim_index is not None else None,
+    }
+
+
+def highlight(answer: str, claim: str) -> str:
+    """Return the answer as HTML with the claim marked where it appears verbatim."""
+    if not claim:
+        return html.escape(answer)
+    index = answer.find(claim)
+    if index < 0:
+        match = re.search(re.escape(claim.rstrip(". ")), answer)
+        if not match:
+            return html.escape(answer)
+        index, end = match.start(), match.end()
+    else:
+        end = index + len(claim)
+    return (
+        html.escape(answer[:index]) + '<mark class="claim">' + html.escape(answer[index:end]) + "</mark>" + html.escape(answer[end:])
+    )
+
+
+def campaigns_for_annotator(user: Any) -> QuerySet[Campaign]:
+    return Campaign.objects.filter(campaignannotator__user=user).order_by("-created_at")
+
+
+# ----------------------------------------------------------------------------------------------
+# Final labels (what the judge is compared with)
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FinalLabel:
+    item_id: int
+    value: str | None  # "supported" / "unsupported", or None when there is none yet
+    status: str  # agreed, majority, adjudicated, conflict, in_progress, unlabelled
+    votes: dict[str, int]
+
+
+def final_labels(campaign: Campaign) -> dict[int, FinalLabel]:
+    """The final human label of every item: adjudicated, else the majority of complete labels.
+
+    An item with fewer labels than the overlap is ``in_progress`` (it gets no final label yet);
+    a tie is a ``conflict`` until an eval owner adjudicates it. Can't-tell answers are not votes.
+    """
+    votes: dict[int, Counter] = defaultdict(Counter)
+    for item_id, value in Label.objects.filter(item__campaign=campaign, value__in=COUNTED).values_list("item_id", "value"):
+        votes[item_id][value] += 1
+    adjudicated = dict(Adjudication.objects.filter(item__campaign=campaign).values_list("item_id", "value"))
+    out: dict[int, FinalLabel] = {}
+    for item_id, overlap in Item.objects.filter(campaign=campaign).values_list("pk", "overlap"):
+        counter = votes.get(item_id, Counter())
+        if item_id in adjudicated:
+            out[item_id] = FinalLabel(item_id, adjudicated[item_id], "adjudicated", dict(counter))
+            continue
+        total = sum(counter.values())
+        if total == 0:
+            out[item_id] = FinalLabel(item_id, None, "unlabelled", {})
+        elif total < overlap:
+            out[item_id] = FinalLabel(item_id, None, "in_progress", dict(counter))
+        else:
+            ranked = counter.most_common()
+            if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+                out[item_id] = FinalLabel(item_id, None, "conflict", dict(counter))
+            else:
+                status = "agreed" if len(ranked) == 1 else "majority"
+                out[item_id] = FinalLabel(item_id, ranked[0][0], status, dict(counter))
+    return out
+
+
+def disagreement_items(campaign: Campaign) -> QuerySet[Item]:
+    """Items whose annotators disagree (including those a majority settles), for adjudication."""
+    return (
+        Item.objects.filter(campaign=campaign)
+        .annotate(
+            n_sup=Count("labels", filter=Q(labels__value=Label.Value.SUPPORTED)),
+            n_uns=Count("labels", filter=Q(labels__value=Label.Value.UNSUPPORTED)),
+        )
+        .filter(n_sup__gt=0, n_uns__gt=0)
+        .select_related("row__question", "adjudication")
+        .order_by("position")
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Overview
+# ----------------------------------------------------------------------------------------------
+
+
+def campaign_progress(campaign: Campaign) -> dict[str, Any]:
+    """Items done per split, labels per annotator, throughput and median seconds per item."""
+    items = Item.objects.filter(campaign=campaign)
+    per_split = []
+    for split, name in Item.Split.choices:
+        qs = items.filter(split=split)
+        total = qs.count()
+        complete = qs.filter(label_count__gte=campaign.overlap).count()
+        per_split.append({"split": split, "name": name, "items": total, "complete": complete, "share": complete / total if total else None})
+    labels = Label.objects.filter(item__campaign=campaign)
+    people = []
+    for row in (
+        labels.values("annotator__username", "external_annotator")
+        .annotate(
+            n=Count("pk", filter=~Q(value=Label.Value.CANT_TELL)),
+            cant=Count("pk", filter=Q(value=Label.Value.CANT_TELL)),
+        )
+        .order_by("annotator__username", "external_annotator")
+    ):
+        name = row["annotator__username"] or f"{row['external_annotator']} (external)"
+        seconds = [
+            s for s in labels.filter(
+                annotator__username=row["annotator__username"], external_annotator=row["external_annotator"], seconds__isnull=False
+            ).values_list("seconds", flat=True)
+        ]
+        people.append({
+            "name": name, "labels": row["n"], "cant_tell": row["cant"],
+            "median_seconds": statistics.median(seconds) if seconds else None,
+        })
+    assigned = list(CampaignAnnotator.objects.filter(campaign=campaign).select_related("user").values_list("user__username", flat=True))
+    for username in assigned:
+        if not any(p["name"] == username for p in people):
+            people.append({"name": username, "labels": 0, "cant_tell": 0, "median_seconds": None})
+    hour_ago = timezone.now() - timedelta(hours=1)
+    all_seconds = [s for s in labels.filter(seconds__isnull=False).values_list("seconds", flat=True)]
+    return {
+        "splits": per_split,
+        "items": items.count(),
+        "complete": items.filter(label_count__gte=campaign.overlap).count(),
+        "labels": labels.exclude(value=Label.Value.CANT_TELL).count(),
+        "cant_tell": labels.filter(value=Label.Value.CANT_TELL).count(),
+        "people": people,
+        "assigned": assigned,
+        "last_hour": labels.filter(created_at__gte=hour_ago).count(),
+        "median_seconds": statistics.median(all_seconds) if all_seconds else None,
+    }
+
+
+def annotator_agreement(campaign: Campaign) -> dict[str, Any]:
+    """Pairwise Cohen's kappa and Krippendorff's alpha over items labelled by more than one person."""
+    by_person: dict[str, dict[int, str]] = defaultdict(dict)
+    by_item: dict[int, list[str]] = defaultdict(list)
+    for item_id, username, external, value in Label.objects.filter(item__campaign=campaign, value__in=COUNTED).values_list(
+        "item_id", "annotator__username", "external_annotator", "value"
+    ):
+        person = username or f"{external} (external)"
+        by_person[person][item_id] = value
+        by_item[item_id].append(value)
+    overlapping = [values for values in by_item.values() if len(values) >= 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        alpha = krippendorff_alpha(overlapping) if overlapping else float("nan")
+    return {
+        "pairs": pairwise_kappa(by_person),
+        "alpha": alpha,
+        "overlapping_items": len(overlapping),
+        "disagreeing_items": sum(1 for values in overlapping if len(set(values)) > 1),
+    }

@@ -1,0 +1,1 @@
+"""The labelling app's services: campaigns, assignment under concurrency, label import and export."""

@@ -1,0 +1,255 @@
+"""Hand out items and take labels, correctly under concurrency.
+
+The rules:
+
+* an item never gets more labels than the campaign's overlap, and no annotator labels it twice;
+* two annotators asking at once never get a conflict;
+* an item is held by a lease that expires and returns it to the pool.
+
+How: each item keeps ``slots_taken`` (its labels plus active leases), guarded by a check constraint
+``slots_taken <= overlap``. A claim is a conditional ``UPDATE ... SET slots_taken = slots_taken + 1
+WHERE id = ? AND slots_taken < overlap``: if it changed no row, someone else got the last slot.
+On PostgreSQL the candidate row is first locked with ``SELECT ... FOR UPDATE SKIP LOCKED``, so
+concurrent annotators skip each other's rows instead of queueing. On SQLite (the embedded mode)
+transactions take the write lock at BEGIN (``transaction_mode = IMMEDIATE``), so claims are
+serialized and the conditional update alone is correct. A unique constraint keeps one label per
+(item, annotator): a double submit stores one label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, F, OuterRef
+from django.utils import timezone
+
+from evalcore.services.problems import UserFacingError
+
+from ..models import Assignment, Campaign, CampaignAnnotator, Item, Label
+
+RECENT_LABELS = 20
+
+
+class LabellingError(UserFacingError):
+    pass
+
+
+class LeaseExpired(LabellingError):
+    pass
+
+
+class NotAssigned(LabellingError):
+    pass
+
+
+@dataclass(frozen=True)
+class Served:
+    """The item an annotator should label now, and their lease on it."""
+
+    item: Item
+    assignment: Assignment
+
+
+def _require_member(campaign: Campaign, user: Any) -> None:
+    if not CampaignAnnotator.objects.filter(campaign=campaign, user=user).exists():
+        raise NotAssigned("You are not assigned to this campaign; ask its eval owner.")
+
+
+def release_expired(campaign: Campaign) -> int:
+    """Return expired leases of the campaign to the pool; return how many were released."""
+    now = timezone.now()
+    expired = list(
+        Assignment.objects.filter(item__campaign=campaign, status=Assignment.Status.ACTIVE, expires_at__lt=now)
+        .values_list("pk", "item_id")[:500]
+    )
+    released = 0
+    for pk, item_id in expired:
+        # conditional: only the request that flips the status gives the slot back
+        if Assignment.objects.filter(pk=pk, status=Assignment.Status.ACTIVE).update(status=Assignment.Status.EXPIRED, closed_at=now):
+            Item.objects.filter(pk=item_id, slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1)
+            released += 1
+    return released
+
+
+def release_leases_of(*, campaign: Campaign, user: Any) -> None:
+    with transaction.atomic():
+        for assignment in Assignment.objects.filter(item__campaign=campaign, annotator=user, status=Assignment.Status.ACTIVE):
+            _close(assignment, Assignment.Status.EXPIRED)
+
+
+def _close(assignment: Assignment, status: str) -> bool:
+    """Close an active lease and give its slot back; False if it was no longer active."""
+    changed = Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.ACTIVE).update(status=status, closed_at=timezone.now())
+    if changed:
+        Item.objects.filter(pk=assignment.item_id, slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1)
+    return bool(changed)
+
+
+def _candidates(campaign: Campaign, user: Any, *, avoid_skipped: bool):
+    mine = Label.objects.filter(item=OuterRef("pk"), annotator=user)
+    items = Item.objects.filter(campaign=campaign, slots_taken__lt=F("overlap")).exclude(Exists(mine))
+    if avoid_skipped:
+        skipped = Assignment.objects.filter(item=OuterRef("pk"), annotator=user, status=Assignment.Status.SKIPPED)
+        items = items.exclude(Exists(skipped))
+    return items.order_by("position")
+
+
+def next_item(*, campaign: Campaign, user: Any) -> Served | None:
+    """Return the item this annotator should label now, claiming it; None when their share is done.
+
+    An annotator who already holds a live lease gets the same item back (a reload or a second tab
+    never claims a second slot). Items they skipped come back only when nothing else is left.
+    """
+    _require_member(campaign, user)
+    now = timezone.now()
+    with transaction.atomic():
+        release_expired(campaign)
+        held = (
+            Assignment.objects.select_related("item")
+            .filter(item__campaign=campaign, annotator=user, status=Assignment.Status.ACTIVE)
+            .order_by("served_at")
+            .first()
+        )
+        if held is not None:
+            Assignment.objects.filter(pk=held.pk).update(expires_at=now + timedelta(seconds=campaign.lease_seconds))
+            held.refresh_from_db()
+            return Served(held.item, held)
+        for avoid_skipped in (True, False):
+            for _ in range(5):
+                query = _candidates(campaign, user, avoid_skipped=avoid_skipped)
+                if connection.features.has_select_for_update_skip_locked:
+                    query = query.select_for_update(skip_locked=True, of=("self",))
+                item = query.first()
+                if item is None:
+                    break
+                claimed = Item.objects.filter(pk=item.pk, slots_taken__lt=F("overlap")).update(slots_taken=F("slots_taken") + 1)
+                if claimed:
+                    assignment = Assignment.objects.create(
+                        item=item, annotator=user, served_at=now, expires_at=now + timedelta(seconds=campaign.lease_seconds)
+                    )
+                    item.slots_taken += 1
+                    return Served(item, assignment)
+    return None
+
+
+def submit_label(
+    *,
+    campaign: Campaign,
+    user: Any,
+    item_id: int,
+    value: str,
+    rationale: str = "",
+    source: str = "ui",
+) -> Label:
+    """Record the annotator's answer on an item they hold.
+
+    Idempotent: a second submit of the same item (double click, retry, two tabs) returns the label
+    already stored. A lease that expired is refused with a message, never silently accepted.
+    """
+    if value not in Label.Value.values:
+        raise LabellingError(f"a label is one of {', '.join(Label.Value.values)}, got {value!r}")
+    _require_member(campaign, user)
+    rationale = (rationale or "").strip()[:5000]
+    with transaction.atomic():
+        existing = Label.objects.filter(item_id=item_id, item__campaign=campaign, annotator=user).first()
+        if existing is not None:
+            return existing
+        assignment = (
+            Assignment.objects.select_related("item")
+            .filter(item_id=item_id, item__campaign=campaign, annotator=user, status=Assignment.Status.ACTIVE)
+            .first()
+        )
+        now = timezone.now()
+        if assignment is None or assignment.expires_at < now:
+            if assignment is not None:
+                _close(assignment, Assignment.Status.EXPIRED)
+            raise LeaseExpired(
+                f"Your hold on this item ran out (after {campaign.lease_seconds // 60} minutes) and it went back to the "
+                f"pool, so this label was not saved. Take the next item."
+            )
+        Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.SUBMITTED, closed_at=now)
+        seconds = (now - assignment.served_at).total_seconds()
+        try:
+            with transaction.atomic():
+                label = Label.objects.create(
+                    item_id=item_id, annotator=user, value=value, rationale=rationale,
+                    seconds=min(seconds, float(campaign.lease_seconds)), source=source, created_at=now, updated_at=now,
+                )
+        except IntegrityError:
+            return Label.objects.get(item_id=item_id, annotator=user)
+        if value == Label.Value.CANT_TELL:
+            # can't-tell is recorded but is not a label: the slot goes back for someone else
+            Item.objects.filter(pk=item_id, slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1)
+        else:
+            Item.objects.filter(pk=item_id).update(label_count=F("label_count") + 1)
+    return label
+
+
+def skip_item(*, campaign: Campaign, user: Any, item_id: int) -> None:
+    """Give the held item back to the pool; it returns to this annotator only when nothing else is left."""
+    _require_member(campaign, user)
+    with transaction.atomic():
+        assignment = Assignment.objects.filter(
+            item_id=item_id, item__campaign=campaign, annotator=user, status=Assignment.Status.ACTIVE
+        ).first()
+        if assignment is not None:
+            _close(assignment, Assignment.Status.SKIPPED)
+
+
+def recent_labels(*, campaign: Campaign, user: Any, limit: int = RECENT_LABELS) -> list[Label]:
+    """The annotator's own latest answers, newest first (for Back)."""
+    return list(
+        Label.objects.filter(item__campaign=campaign, annotator=user)
+        .select_related("item__row__question")
+        .order_by("-updated_at", "-pk")[:limit]
+    )
+
+
+def change_label(*, campaign: Campaign, user: Any, label_id: int, value: str, rationale: str | None = None) -> Label:
+    """Change one of the annotator's own recent answers, keeping the overlap rule."""
+    if value not in Label.Value.values:
+        raise LabellingError(f"a label is one of {', '.join(Label.Value.values)}, got {value!r}")
+    _require_member(campaign, user)
+    with transaction.atomic():
+        label = Label.objects.select_for_update().filter(pk=label_id, item__campaign=campaign, annotator=user).first()
+        if label is None:
+            raise LabellingError("That label is not one of yours in this campaign.")
+        was_counted, now_counted = label.value != Label.Value.CANT_TELL, value != Label.Value.CANT_TELL
+        if now_counted and not was_counted:
+            taken = Item.objects.filter(pk=label.item_id, slots_taken__lt=F("overlap")).update(
+                slots_taken=F("slots_taken") + 1, label_count=F("label_count") + 1
+            )
+            if not taken:
+                raise LabellingError("Enough people have labelled this item meanwhile; your can't-tell stays.")
+        elif was_counted and not now_counted:
+            Item.objects.filter(pk=label.item_id).update(slots_taken=F("slots_taken") - 1, label_count=F("label_count") - 1)
+        label.value = value
+        if rationale is not None:
+            label.rationale = rationale.strip()[:5000]
+        label.updated_at = timezone.now()
+        label.save(update_fields=["value", "rationale", "updated_at"])
+    return label
+
+
+@dataclass(frozen=True)
+class Share:
+    done: int
+    cant_tell: int
+    target: int
+    remaining_in_campaign: int
+
+
+def annotator_share(*, campaign: Campaign, user: Any) -> Share:
+    """The annotator's progress: labels given against their share of the campaign's label slots."""
+    labels = Label.objects.filter(item__campaign=campaign, annotator=user)
+    done = labels.exclude(value=Label.Value.CANT_TELL).count()
+    cant = labels.filter(value=Label.Value.CANT_TELL).count()
+    n_items = campaign.items.count()
+    n_annotators = max(1, CampaignAnnotator.objects.filter(campaign=campaign).count())
+    per_person = -(-n_items * campaign.overlap // n_annotators)
+    target = min(n_items, per_person)
+    open_slots = Item.objects.filter(campaign=campaign, label_count__lt=F("overlap")).count()
+    return Share(done=done, cant_tell=cant, target=max(target, done), remaining_in_campaign=open_slots)

@@ -1,0 +1,1 @@
+"""Labelling pages: the annotators' labelling page and the eval owners' campaign pages."""
