@@ -7,7 +7,9 @@ no broker. Production sets ``DATABASE_URL``, ``CELERY_BROKER_URL``, ``SECRET_KEY
 
 from __future__ import annotations
 
+import os
 import secrets
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -108,7 +110,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
     }
-    DATABASES["default"]["TEST"] = {"NAME": envstr("SQLITE_TEST_NAME", "") or None}
+    # Tests use a file (not shared-cache memory) so that threads in concurrency tests get real
+    # SQLite locking; one file per process, so parallel test runs never share it.
+    DATABASES["default"]["TEST"] = {
+        "NAME": envstr("SQLITE_TEST_NAME", "") or str(Path(tempfile.gettempdir()) / f"labelstudio-lite-test-{os.getpid()}.sqlite3")
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
