@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "labelstudio_lite.middleware.ServerTimingMiddleware",  # first: its figure covers everything below
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -194,6 +195,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "ImportFormatEnum": "evalcore.services.readers.FORMATS",
+        "ExportFormatEnum": ["jsonl", "chat", "csv"],
+    },
 }
 
 # Product defaults (each overridable per campaign or per comparison in the app).

@@ -159,3 +159,86 @@ class CampaignLabelsApi(APIView):
 
         campaign = campaign_for_owner(request.user, name)
         return Response(list(export_rows(campaign)))
+
+
+def _verdict_set_param(campaign: Campaign, request: Request):
+    from .models import VerdictSet
+
+    pk = request.query_params.get("verdicts")
+    if not pk:
+        return None
+    verdict_set = VerdictSet.objects.filter(pk=pk, campaign=campaign).first() if str(pk).isdigit() else None
+    if verdict_set is None:
+        raise Http404("No such verdict set in this campaign.")
+    return verdict_set
+
+
+class JudgeReportApi(APIView):
+    permission_classes = [IsEvalOwner]
+
+    @extend_schema(responses=inline_serializer("JudgeReport", {"verdict": serializers.DictField()}), summary="The judge error report (same numbers as the page)")
+    def get(self, request: Request, name: str) -> Response:
+        from .services.judge_report import judge_report
+
+        campaign = campaign_for_owner(request.user, name)
+        return Response(judge_report(campaign, verdict_set=_verdict_set_param(campaign, request)))
+
+
+class RemeasureApi(APIView):
+    permission_classes = [IsEvalOwner]
+
+    @extend_schema(responses=inline_serializer("Remeasurement", {"n": serializers.IntegerField()}), summary="New judge vs old on the held-out split")
+    def get(self, request: Request, name: str) -> Response:
+        from evalcore.services.problems import UserFacingError
+
+        from .services.judge_report import remeasure
+
+        campaign = campaign_for_owner(request.user, name)
+        verdict_set = _verdict_set_param(campaign, request)
+        if verdict_set is None:
+            return Response({"verdicts": ["give ?verdicts=ID, the verdicts of the new judge config"]}, status=400)
+        try:
+            return Response(remeasure(campaign, verdict_set, split=request.query_params.get("split", "heldout"), viewer=request.user))
+        except UserFacingError as error:
+            return Response({"detail": str(error)}, status=400)
+
+
+class ExportListApi(APIView):
+    permission_classes = [IsEvalOwner]
+
+    class ExportInput(serializers.Serializer):
+        format = serializers.ChoiceField(choices=["jsonl", "chat", "csv"])
+        limit = serializers.IntegerField(required=False, min_value=1)
+        balanced = serializers.BooleanField(required=False, default=False)
+        seed = serializers.IntegerField(required=False, default=7, min_value=0)
+        verdicts = serializers.IntegerField(required=False)
+
+    @extend_schema(responses=inline_serializer("ExportRecordOut", {"version": serializers.IntegerField()}, many=True), summary="Exports of a campaign")
+    def get(self, request: Request, name: str) -> Response:
+        campaign = campaign_for_owner(request.user, name)
+        return Response([
+            {"version": e.version, "kind": e.kind, "format": e.fmt, "items": len(e.item_ids), "heldout_items": e.heldout_items,
+             "options": e.options, "created_by": e.created_by.username if e.created_by else None, "created_at": e.created_at,
+             "download": f"/campaigns/{campaign.name}/exports/{e.version}/" if e.kind == "disagreements" else None}
+            for e in campaign.exports.select_related("created_by").order_by("-version")
+        ])
+
+    @extend_schema(request=ExportInput, responses={201: inline_serializer("ExportCreated", {"version": serializers.IntegerField()})},
+                   summary="Export the tuning split's disagreements (recorded and versioned)")
+    def post(self, request: Request, name: str) -> Response:
+        from evalcore.services.problems import UserFacingError
+
+        from .models import VerdictSet
+        from .services.examples import disagreements_export
+
+        campaign = campaign_for_owner(request.user, name)
+        data = self.ExportInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        verdict_set = VerdictSet.objects.filter(pk=d["verdicts"], campaign=campaign).first() if d.get("verdicts") else None
+        try:
+            record = disagreements_export(campaign=campaign, fmt=d["format"], limit=d.get("limit"), balanced=d["balanced"], seed=d["seed"],
+                                          verdict_set=verdict_set, user=request.user)
+        except UserFacingError as error:
+            return Response({"detail": str(error)}, status=400)
+        return Response({"version": record.version, "items": len(record.item_ids), "options": record.options, "content": record.content}, status=201)

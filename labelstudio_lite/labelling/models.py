@@ -41,6 +41,10 @@ class Campaign(models.Model):
     overlap = models.PositiveSmallIntegerField(default=1, help_text="Different annotators per item.")
     lease_seconds = models.PositiveIntegerField(default=600)
     strata = models.JSONField(default=list, blank=True, help_text="Per stratum: available and sampled counts.")
+    fit_kappa = models.FloatField(default=0.7, help_text="Judge fit to gate needs kappa at least this.")
+    fit_miss_rate = models.FloatField(default=0.15, help_text="... and a failure-class miss rate at most this.")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="fresh_samples",
+                               help_text="The campaign this one is a fresh held-out sample for.")
     annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, through="CampaignAnnotator", related_name="campaigns")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
@@ -193,3 +197,70 @@ class Adjudication(models.Model):
     note = models.TextField(blank=True)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     decided_at = models.DateTimeField(default=timezone.now)
+
+
+class VerdictSet(models.Model):
+    """Verdicts of another judge config on a campaign's items (a re-run with a tuned prompt)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="verdict_sets")
+    judge_config = models.ForeignKey("evalcore.JudgeConfig", on_delete=models.PROTECT, related_name="verdict_sets")
+    source_name = models.CharField(max_length=255, blank=True)
+    source_hash = models.CharField(max_length=64)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["campaign", "created_at"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "judge_config"], name="verdict_set_one_per_judge")]
+
+    def __str__(self) -> str:
+        return f"{self.campaign.name}: {self.judge_config}"
+
+
+class Verdict(models.Model):
+    verdict_set = models.ForeignKey(VerdictSet, on_delete=models.CASCADE, related_name="verdicts")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="verdicts")
+    supported = models.BooleanField()
+    rationale = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["verdict_set", "item"], name="verdict_one_per_item")]
+
+
+class ExportRecord(models.Model):
+    """Every export of items (disagreement examples, label exports): who, when, which items, which judge.
+
+    The judge report warns when any held-out item was ever exported (leakage).
+    """
+
+    class Kind(models.TextChoices):
+        DISAGREEMENTS = "disagreements", "Disagreement examples"
+        LABELS = "labels", "Labels"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="exports")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    version = models.PositiveIntegerField()
+    fmt = models.CharField(max_length=10)
+    options = models.JSONField(default=dict, blank=True)
+    judge_config = models.ForeignKey("evalcore.JudgeConfig", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    item_ids = models.JSONField(default=list)
+    heldout_items = models.PositiveIntegerField(default=0)
+    content = models.TextField(blank=True, help_text="The exported file, so it can be downloaded again.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["campaign", "-version"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "version"], name="export_version_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.campaign.name} export v{self.version} ({self.kind}, {self.fmt})"
+
+
+class RemeasurementView(models.Model):
+    """An eval owner looked at a re-measurement on the held-out split: tuning again after this spends it."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="remeasurement_views")
+    verdict_set = models.ForeignKey(VerdictSet, on_delete=models.CASCADE, related_name="+")
+    viewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    viewed_at = models.DateTimeField(default=timezone.now)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import annotate, campaigns
+from .views import annotate, campaigns, reports
 
 app_name = "labelling"
 
@@ -17,4 +17,10 @@ urlpatterns = [
     path("campaigns/<slug:name>/adjudicate/", campaigns.adjudication, name="adjudicate"),
     path("campaigns/<slug:name>/labels.<str:fmt>", campaigns.export, name="export"),
     path("campaigns/<slug:name>/import/", campaigns.import_labels_view, name="import"),
+    path("campaigns/<slug:name>/report/", reports.report_page, name="report"),
+    path("campaigns/<slug:name>/remeasure/", reports.remeasure_page, name="remeasure"),
+    path("campaigns/<slug:name>/exports/", reports.export_create, name="export-create"),
+    path("campaigns/<slug:name>/exports/<int:version>/", reports.export_download, name="export-download"),
+    path("campaigns/<slug:name>/verdicts/", reports.verdicts_upload, name="verdicts"),
+    path("campaigns/<slug:name>/fresh-heldout/", reports.fresh_heldout, name="fresh-heldout"),
 ]

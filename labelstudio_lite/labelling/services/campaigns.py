@@ -209,3 +209,51 @@ def annotators_for(names: Sequence[str]) -> list[Any]:
     if missing:
         raise CampaignError(f"no such user(s): {', '.join(sorted(missing))}")
     return users
+
+
+def campaign_fresh_heldout(*, campaign: Campaign, name: str, size: int, user: Any = None) -> Campaign:
+    """Sample a fresh held-out set: new items of the same run, none already in ``campaign``, all held out.
+
+    Used once the held-out split is spent (a re-measurement was looked at and the judge tuned again).
+    """
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_slug
+
+    try:
+        validate_slug(name)
+    except ValidationError:
+        raise CampaignError(f"campaign name {name!r} may use only letters, digits, - and _") from None
+    if Campaign.objects.filter(name=name).exists():
+        raise CampaignError(f"a campaign named {name!r} already exists; choose another name")
+    used = set(Item.objects.filter(campaign__run=campaign.run, campaign__unit=campaign.unit).values_list("row_id", "claim_index"))
+    fresh = [c for c in population(campaign.run, campaign.unit) if (c.row_id, c.claim_index) not in used]
+    if not fresh:
+        raise CampaignError(f"every item of run {campaign.run.name!r} was already sampled: there is nothing fresh to hold out")
+    groups: dict[tuple[str, bool], list[Candidate]] = {}
+    for candidate in fresh:
+        groups.setdefault(candidate.stratum, []).append(candidate)
+    allocation = stratified_allocation({key: len(items) for key, items in groups.items()}, size)
+    rng = random.Random(campaign.seed + 1000)
+    chosen: list[tuple[Candidate, float]] = []
+    strata = []
+    for key in sorted(groups, key=lambda k: (k[0], not k[1])):
+        members, n = groups[key], allocation.get(key, 0)
+        picked = rng.sample(members, n) if n < len(members) else list(members)
+        chosen.extend((c, len(members) / n if n else 0.0) for c in picked)
+        strata.append({"stratum": stratum_label(key), "slice": key[0], "judge_supported": key[1], "available": len(members),
+                       "sampled": n, "heldout": n, "tuning": 0})
+    with transaction.atomic():
+        new = Campaign.objects.create(
+            name=name, run=campaign.run, unit=campaign.unit, judge_question=campaign.judge_question, guidance=campaign.guidance,
+            size=size, seed=campaign.seed + 1000, heldout_fraction=1.0, overlap=campaign.overlap, lease_seconds=campaign.lease_seconds,
+            strata=strata, fit_kappa=campaign.fit_kappa, fit_miss_rate=campaign.fit_miss_rate, parent=campaign, created_by=user,
+        )
+        order = list(range(len(chosen)))
+        rng.shuffle(order)
+        Item.objects.bulk_create([
+            Item(campaign=new, row_id=c.row_id, claim_index=c.claim_index, split=Item.Split.HELDOUT, stratum=stratum_label(c.stratum),
+                 judge_supported=c.judge_supported, sampling_weight=w, position=order[i], overlap=campaign.overlap)
+            for i, (c, w) in enumerate(chosen)
+        ], batch_size=2000)
+        campaign_set_annotators(campaign=new, users=campaign.annotators.all())
+    return new

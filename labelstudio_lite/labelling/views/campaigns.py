@@ -139,6 +139,12 @@ def export(request: HttpRequest, name: str, fmt: str) -> StreamingHttpResponse:
         from django.http import Http404
 
         raise Http404("Labels are exported as .csv or .jsonl")
+    from ..models import ExportRecord
+    from ..services.examples import record_export
+
+    item_ids = sorted(set(Label.objects.filter(item__campaign=campaign).values_list("item_id", flat=True)))
+    record_export(campaign=campaign, kind=ExportRecord.Kind.LABELS, fmt=fmt, options={}, judge_config=None, item_ids=item_ids,
+                  content="", user=request.user)
     content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
     response = StreamingHttpResponse(export_labels(campaign, fmt), content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{campaign.name}-labels.{fmt}"'

@@ -1,0 +1,194 @@
+"""Judge validation statistics: kappa's bootstrap interval and the pass rate corrected for the judge.
+
+A judge's raw pass rate is biased by its errors: a judge that passes 44 % of unsupported answers
+overstates faithfulness. Knowing its sensitivity and specificity from people's labels, the
+Rogan-Gladen estimator recovers the true rate, ``(p + Sp - 1) / (Se + Sp - 1)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validation import check_positive_int, check_probability
+from .bootstrap import percentile_positions
+
+
+def _kappa_from_cells(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Kappa for 2x2 tables given as arrays of cells [[a, b], [c, d]] (rows: rater 1)."""
+    n = a + b + c + d
+    with np.errstate(invalid="ignore", divide="ignore"):
+        po = (a + d) / n
+        pe = ((a + b) * (a + c) + (c + d) * (b + d)) / n**2
+        kappa = (po - pe) / (1 - pe)
+    kappa[np.isclose(pe, 1.0)] = np.nan
+    return kappa
+
+
+@dataclass(frozen=True)
+class IntervalEstimate:
+    estimate: float
+    low: float
+    high: float
+    iterations: int
+    seed: int
+    confidence: float = 0.95
+
+
+def kappa_bootstrap(
+    table: Sequence[Sequence[int]] | np.ndarray,
+    *,
+    iterations: int = 10_000,
+    seed: int = 7,
+    confidence: float = 0.95,
+) -> IntervalEstimate:
+    """Return kappa of a 2x2 count table with a percentile bootstrap interval over items.
+
+    Resampling items with replacement only changes how many fall in each cell, so the cell counts
+    are drawn from a multinomial: exact, and fast at any n. Resamples where kappa is undefined
+    (every item in one row and column) are dropped.
+
+    Examples
+    --------
+    >>> est = kappa_bootstrap([[142, 8], [22, 28]])
+    >>> round(est.estimate, 3), round(est.low, 2), round(est.high, 2)
+    (0.559, 0.41, 0.69)
+    """
+    iterations = check_positive_int(iterations, "iterations")
+    confidence = check_probability(confidence, "confidence")
+    cells = np.asarray(table, dtype=np.int64)
+    if cells.shape != (2, 2) or np.any(cells < 0):
+        raise ValueError(f"table must be a 2x2 table of non-negative counts, got {cells.tolist()}")
+    n = int(cells.sum())
+    if n == 0:
+        raise ValueError("table is empty: there are no labelled items")
+    flat = cells.ravel()
+    estimate = float(_kappa_from_cells(*(flat[i : i + 1].astype(float) for i in range(4)))[0])
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, flat / n, size=iterations).astype(float)
+    kappas = _kappa_from_cells(draws[:, 0], draws[:, 1], draws[:, 2], draws[:, 3])
+    kappas = np.sort(kappas[np.isfinite(kappas)])
+    if kappas.size == 0:
+        return IntervalEstimate(estimate, math.nan, math.nan, iterations, seed, confidence)
+    low_pos, high_pos = percentile_positions(kappas.size, confidence)
+    return IntervalEstimate(estimate, float(kappas[low_pos]), float(kappas[high_pos]), iterations, seed, confidence)
+
+
+def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> float:
+    """Return the true prevalence behind an observed rate from an imperfect classifier.
+
+    ``(observed + specificity - 1) / (sensitivity + specificity - 1)``, clipped to [0, 1]. NaN when
+    ``sensitivity + specificity <= 1``: such a judge carries no information about the truth.
+
+    References
+    ----------
+    Rogan and Gladen, "Estimating prevalence from the results of a screening test", 1978.
+
+    Examples
+    --------
+    >>> round(rogan_gladen(0.82, 0.95, 0.56), 3)
+    0.745
+    """
+    for value, name in ((observed, "observed"), (sensitivity, "sensitivity"), (specificity, "specificity")):
+        check_probability(value, name, open_interval=False)
+    youden = sensitivity + specificity - 1.0
+    if youden <= 0:
+        return math.nan
+    return min(1.0, max(0.0, (observed + specificity - 1.0) / youden))
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """One sampling stratum of labelled items, all with the same judge verdict."""
+
+    judge_pass: bool
+    labelled: int
+    human_pass: int
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class CorrectedRate:
+    raw: float
+    corrected: float
+    low: float
+    high: float
+    sensitivity: float
+    specificity: float
+    iterations: int
+    seed: int
+    confidence: float
+    note: str | None = None
+
+
+def _se_sp(strata: Sequence[Stratum], human_pass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted sensitivity and specificity (pass = positive) for arrays of human-pass counts."""
+    tp = fn = tn = fp = 0.0
+    for s, h in zip(strata, human_pass):
+        if s.judge_pass:
+            tp = tp + s.weight * h
+            fp = fp + s.weight * (s.labelled - h)
+        else:
+            fn = fn + s.weight * h
+            tn = tn + s.weight * (s.labelled - h)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(tp / (tp + fn)), np.asarray(tn / (tn + fp))
+
+
+def corrected_pass_rate(
+    *,
+    run_passes: int,
+    run_total: int,
+    strata: Sequence[Stratum],
+    iterations: int = 10_000,
+    seed: int = 7,
+    confidence: float = 0.95,
+) -> CorrectedRate:
+    """Return the run's pass rate corrected for the judge's errors, with a bootstrap interval.
+
+    The interval carries both sources of uncertainty: the labelled items (resampled within each
+    stratum: the count of items people passed is binomial) and the run (its pass count is
+    binomial). Sensitivity and specificity are weighted by each stratum's sampling weight, so a
+    sample that oversampled the judge's rare verdict still estimates the population's rates.
+
+    Parameters
+    ----------
+    run_passes, run_total : int
+        Items the judge passed in the whole run, out of all items.
+    strata : sequence of Stratum
+        The labelled sample by stratum: the judge's verdict, how many items people labelled and
+        how many of those they passed, and the weight (stratum population / labelled).
+    """
+    run_total = check_positive_int(run_total, "run_total")
+    if not 0 <= run_passes <= run_total:
+        raise ValueError(f"run_passes must be between 0 and run_total={run_total}, got {run_passes}")
+    iterations = check_positive_int(iterations, "iterations")
+    confidence = check_probability(confidence, "confidence")
+    strata = [s for s in strata if s.labelled > 0]
+    if not strata:
+        raise ValueError("no labelled items: label some before correcting the pass rate")
+    raw = run_passes / run_total
+    se, sp = _se_sp(strata, np.array([s.human_pass for s in strata], dtype=float))
+    se, sp = float(se), float(sp)
+    note = None
+    if not (math.isfinite(se) and math.isfinite(sp)):
+        note = "people's labels hold only one class, so the judge's sensitivity or specificity is unknown"
+        return CorrectedRate(raw, math.nan, math.nan, math.nan, se, sp, iterations, seed, confidence, note)
+    corrected = rogan_gladen(raw, se, sp)
+    if math.isnan(corrected):
+        note = "the judge's sensitivity + specificity is at most 1: its verdicts carry no information"
+    rng = np.random.default_rng(seed)
+    passes = rng.binomial(run_total, raw, size=iterations) / run_total
+    human = np.stack([rng.binomial(s.labelled, s.human_pass / s.labelled, size=iterations) for s in strata]).astype(float)
+    se_b, sp_b = _se_sp(strata, human)
+    youden = se_b + sp_b - 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = np.clip((passes + sp_b - 1.0) / youden, 0.0, 1.0)
+    draws = np.sort(draws[np.isfinite(draws) & (youden > 0)])
+    if draws.size == 0:
+        return CorrectedRate(raw, corrected, math.nan, math.nan, se, sp, iterations, seed, confidence, note)
+    low_pos, high_pos = percentile_positions(draws.size, confidence)
+    return CorrectedRate(raw, corrected, float(draws[low_pos]), float(draws[high_pos]), se, sp, iterations, seed, confidence, note)

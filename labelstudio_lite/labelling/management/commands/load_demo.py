@@ -1,0 +1,42 @@
+"""Load the demo: users, the demo eval set and runs, and labelling campaigns (safe to run twice)."""
+
+import json
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from evalcore.demo import write_demo_files
+from evalcore.services.evalsets import evalset_import
+from evalcore.services.runs import run_import
+
+from ...demo import load_labelling_demo
+
+
+class Command(BaseCommand):
+    help = "Create the demo users, eval set, runs and labelling campaigns (idempotent) and print how to log in."
+
+    def handle(self, *args, **options):
+        folder = settings.VAR_DIR / "demo"
+        paths = write_demo_files(folder)
+        result = evalset_import(path=paths["questions"], name="support-qa", description="Demo: customer support questions")
+        self.stdout.write(result.message)
+        judge = json.loads(paths["judge"].read_text())
+        runs = {}
+        for rows, name, chunks, system in (
+            ("base_rows", "chunks-512", "base_chunks", "base_system"),
+            ("cand_rows", "chunks-256-rerank", "cand_chunks", "cand_system"),
+        ):
+            outcome = run_import(
+                path=paths[rows], evalset="support-qa@1", name=name, judge_config=judge,
+                system_config=json.loads(paths[system].read_text()), chunks_path=paths[chunks], k=5,
+            )
+            runs[name] = outcome.run
+            self.stdout.write(outcome.message)
+        call_command("create_demo_users", stdout=self.stdout)
+        for line in load_labelling_demo(folder, runs["chunks-256-rerank"]):
+            self.stdout.write(line)
+        self.stdout.write("")
+        self.stdout.write("Try: the gate            .venv/bin/python manage.py gate --base chunks-512 --candidate chunks-256-rerank")
+        self.stdout.write("     the judge report    .venv/bin/python manage.py judge_report faithfulness-claims")
+        self.stdout.write("     label as ann1       http://127.0.0.1:8000/label/demo-claims/")
