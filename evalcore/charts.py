@@ -143,7 +143,7 @@ def slice_intervals_svg(slices: list[dict], *, width: int = 620) -> str:
     panel_w = (width - label_w - 30) // 2
     parts = [
         f'<text x="{label_w + panel_w / 2}" y="14" text-anchor="middle" class="si-head">kappa (higher is better)</text>',
-        f'<text x="{label_w + panel_w + 20 + panel_w / 2}" y="14" text-anchor="middle" class="si-head">miss rate on unsupported (lower is better)</text>',
+        f'<text x="{label_w + panel_w + 20 + panel_w / 2}" y="14" text-anchor="middle" class="si-head">miss rate (lower is better)</text>',
     ]
 
     def kx(v: float) -> float:  # kappa axis from -0.2 to 1
