@@ -64,6 +64,8 @@ def percentile_positions(iterations: int, confidence: float) -> tuple[int, int]:
     ``int(0.025 * iterations)`` and ``int(0.975 * iterations)`` at 95 %, as in the spec; a small
     tolerance keeps ``1 - 0.025`` from flooring one position low in floating point.
     """
+    iterations = check_positive_int(iterations, "iterations")
+    confidence = check_probability(confidence, "confidence")
     alpha = (1.0 - confidence) / 2.0
     low = int(math.floor(alpha * iterations + 1e-9))
     high = int(math.floor((1.0 - alpha) * iterations + 1e-9))

@@ -21,6 +21,7 @@ IntervalMethod = Literal["wilson", "wald"]
 
 def z_score(confidence: float) -> float:
     """Return the two-sided normal quantile for a confidence level (1.96 at 0.95)."""
+    confidence = check_probability(confidence, "confidence")
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
@@ -110,7 +111,8 @@ def proportion_interval(
         denom = 1 + z * z / n
         centre = (p + z * z / (2 * n)) / denom
         half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-        low, high = max(0.0, centre - half), min(1.0, centre + half)
+        # the Wilson interval always contains p; rounding put the bound at 0 (or 1) a hair past it
+        low, high = max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
     return ProportionEstimate(p=p, n=n, se=se, low=low, high=high, confidence=confidence, method=method)
 
 
@@ -149,8 +151,13 @@ def paired_sample_size(
     >>> paired_sample_size(0.04, discordant=0.10)
     483
     """
-    if isinstance(difference, bool) or not isinstance(difference, numbers.Real) or not difference:
-        raise ValueError(f"difference must be a non-zero number, got {difference!r}")
+    if (
+        isinstance(difference, bool)
+        or not isinstance(difference, numbers.Real)
+        or not difference
+        or not math.isfinite(difference)
+    ):
+        raise ValueError(f"difference must be a non-zero finite number, got {difference!r}")
     difference = abs(float(difference))
     confidence = check_probability(confidence, "confidence")
     power = check_probability(power, "power")
@@ -165,8 +172,8 @@ def paired_sample_size(
                 f"({discordant} given)"
             )
         sd = math.sqrt(variance)
-    elif isinstance(sd, bool) or not isinstance(sd, numbers.Real) or not sd > 0:
-        raise ValueError(f"sd must be a positive number, got {sd!r}")
+    elif isinstance(sd, bool) or not isinstance(sd, numbers.Real) or not sd > 0 or not math.isfinite(sd):
+        raise ValueError(f"sd must be a positive finite number, got {sd!r}")
     z_total = z_score(confidence) + NormalDist().inv_cdf(power)
     return math.ceil((z_total * float(sd) / difference) ** 2)
 
@@ -180,8 +187,8 @@ def detectable_difference(n: int, *, sd: float, confidence: float = 0.95, power:
     0.049
     """
     n = check_positive_int(n, "n")
-    if isinstance(sd, bool) or not isinstance(sd, numbers.Real) or not sd > 0:
-        raise ValueError(f"sd must be a positive number, got {sd!r}")
+    if isinstance(sd, bool) or not isinstance(sd, numbers.Real) or not sd > 0 or not math.isfinite(sd):
+        raise ValueError(f"sd must be a positive finite number, got {sd!r}")
     confidence = check_probability(confidence, "confidence")
     power = check_probability(power, "power")
     return (z_score(confidence) + NormalDist().inv_cdf(power)) * float(sd) / math.sqrt(n)

@@ -24,6 +24,8 @@ class RetrievalMetric:
     cut_at_k: bool = True
     trec_eval_name: str | None = None
     description: str = ""
+    #: The ``gain`` to pass to the batch scorer so that it computes this entry (nDCG entries only).
+    gain: str = "exponential"
 
 
 RETRIEVAL_REGISTRY: dict[str, RetrievalMetric] = {
@@ -50,7 +52,7 @@ RETRIEVAL_REGISTRY: dict[str, RetrievalMetric] = {
             description="nDCG with gain 2^g - 1",
         ),
         RetrievalMetric(
-            "ndcg_linear@k", "ndcg", lambda r, g, k: ndcg_at_k(r, g, k, gain="linear"), uses_grades=True,
+            "ndcg_linear@k", "ndcg", lambda r, g, k: ndcg_at_k(r, g, k, gain="linear"), uses_grades=True, gain="linear",
             trec_eval_name="ndcg_cut_{k}", description="nDCG with gain g (trec_eval's)",
         ),
     )

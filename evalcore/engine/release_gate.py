@@ -61,6 +61,7 @@ def decide(low: float, high: float, *, margin: float, higher_is_better: bool = T
     For a metric where lower is better the interval is mirrored first, so that "a drop" always
     means "worse".
     """
+    _check_margin(margin, "decide")
     if not higher_is_better:
         low, high = -high, -low
     if low >= -margin:

@@ -307,12 +307,16 @@ def encode_retrieval(ranked: Sequence[Sequence], gold: Sequence[Gold]) -> Encode
         g_len[i] = len(g_docs) - before
 
     try:
-        grades = np.asarray(g_grades, dtype=np.float64)
+        raw = np.asarray(g_grades)
+        if raw.size and (raw.ndim != 1 or raw.dtype.kind not in "iuf"):
+            # strings ("3") and booleans would be cast silently; the per-question functions refuse them
+            raise TypeError("grades are not plain numbers")
+        grades = raw.astype(np.float64)
     except (TypeError, ValueError):
         for i, g in enumerate(gold):
             if isinstance(g, Mapping):
-                relevant_grades(g, f"gold[{i}]")
-        raise
+                relevant_grades(g, f"gold[{i}]")  # raises with a clear message for a bad grade
+        grades = np.asarray(g_grades, dtype=np.float64)  # every grade is a real number (a Fraction, say)
     if grades.size and not np.all(np.isfinite(grades)):
         bad = int(np.flatnonzero(~np.isfinite(grades))[0])
         q = int(np.searchsorted(np.cumsum(g_len), bad, side="right"))
@@ -321,7 +325,9 @@ def encode_retrieval(ranked: Sequence[Sequence], gold: Sequence[Gold]) -> Encode
     all_ids = np.empty(len(r_ids) + len(g_docs), dtype=object)
     all_ids[: len(r_ids)] = r_ids
     all_ids[len(r_ids) :] = g_docs
-    codes, _ = pd.factorize(all_ids)
+    # use_na_sentinel=False: a None id gets its own code; the default -1 would alias the previous
+    # question's highest-coded document in the keys ``question * width + doc`` below.
+    codes, _ = pd.factorize(all_ids, use_na_sentinel=False)
     codes = codes.astype(np.int64)
     return EncodedRetrieval(
         ranked_docs=codes[: len(r_ids)],
@@ -430,7 +436,8 @@ def score_encoded(
             if "rr" in metrics:
                 rr = np.zeros(n)
                 rr[sq[first]] = 1.0 / (sp[first] + 1.0)
-                out["rr"] = np.where(answerable, rr, np.nan)
+                # k = 0 (no chunk reached the model) scores 0 on every metric, rr included
+                out["rr"] = np.where(answerable, np.where(k_q > 0, rr, 0.0), np.nan)
             if "rr@k" in metrics:
                 rr_k = np.zeros(n)
                 within = first & (sp < k_q[sq])
@@ -574,6 +581,8 @@ def summarize_retrieval(frame: pd.DataFrame) -> RetrievalSummary:
     better); ``false_decline_rate`` the fraction of answerable questions it declined (lower is
     better). Both are NaN when there is nothing to count or ``declined`` was not given.
     """
+    if not isinstance(frame, pd.DataFrame) or "answerable" not in frame.columns:
+        raise ValueError("frame must be a DataFrame from score_retrieval (it needs the 'answerable' column)")
     metric_columns = [c for c in frame.columns if c not in ("k", "n_relevant", "answerable", "declined")]
     scored = frame[metric_columns].notna().all(axis=1) if metric_columns else pd.Series(False, index=frame.index)
     means = {c: float(frame[c].mean()) if scored.any() else math.nan for c in metric_columns}

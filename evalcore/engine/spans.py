@@ -39,6 +39,10 @@ class Span:
     end: int | None = None
 
     def __post_init__(self) -> None:
+        for name in ("start", "end"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+                raise ValueError(f"span of {self.doc!r}: {name} must be an integer offset or None, got {value!r}")
         if (self.start is None) != (self.end is None):
             raise ValueError(f"span of {self.doc!r}: give both start and end, or neither for the whole document")
         if self.start is not None and not (0 <= self.start < self.end):  # type: ignore[operator]
