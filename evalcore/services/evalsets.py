@@ -17,7 +17,7 @@ from typing import Any, Literal
 from django.db import IntegrityError, transaction
 
 from ..models import EvalSet, EvalSetVersion, Question
-from .fields import FieldError, as_bool, as_dict, as_id, as_int, as_list, as_number, as_str_list, as_text, json_safe
+from .fields import FieldError, as_bool, as_id, as_int, as_list, as_number, as_str_list, as_text, json_safe
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import Record, count_records, detect_format, read_records, read_trec_qrels
 
@@ -305,8 +305,8 @@ def evalset_import(
 
 
 def _check_name(name: str, display: str) -> None:
-    from django.core.validators import validate_slug
     from django.core.exceptions import ValidationError
+    from django.core.validators import validate_slug
 
     try:
         validate_slug(name)

@@ -112,8 +112,8 @@ def core_stats(pairs: Sequence[Pair], *, unit_word: str, seed: int = 7) -> dict[
             if report.failures else f"people found no {unit_word} unsupported"
         ),
         "prevalence_sentence": (
-            f"the judge flags {report.predicted_rate[UNSUPPORTED]:.0%} as unsupported against a true "
-            f"{report.reference_rate[UNSUPPORTED]:.0%}"
+            f"the judge flags {_pct(report.predicted_rate[UNSUPPORTED])} as unsupported against a true "
+            f"{_pct(report.reference_rate[UNSUPPORTED])}"
         ),
         "false_fails": table[0][1],
         "false_fail_rate": (table[0][1] / people_passed) if people_passed else None,
@@ -248,7 +248,7 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
         warnings.append(f"Labels still in progress: {pending} of {total_items} {unit_word} have no final label yet and are left out.")
     leakage = _leakage(campaign)
     if leakage["leaked_items"]:
-        versions = ", ".join(f"v{l['version']}" for l in leakage["leaked_exports"])
+        versions = ", ".join(f"v{e['version']}" for e in leakage["leaked_exports"])
         warnings.append(f"Leakage: {leakage['leaked_items']} held-out {unit_word} were exported ({versions}); a re-measurement on the held-out split is no longer clean.")
     spent = heldout_spent(campaign)
     if spent:
