@@ -8,14 +8,21 @@ from django.http import Http404
 
 from labelstudio_lite.accounts.access import is_eval_owner
 
-from .models import Campaign, CampaignAnnotator
+from .models import Campaign
 
 
 def campaign_for_labelling(user: Any, name: str) -> Campaign:
-    """The campaign, if the user is assigned to label it; 404 for everyone else (eval owners too)."""
-    campaign = Campaign.objects.select_related("run").filter(name=name).first()
-    if campaign is None or not CampaignAnnotator.objects.filter(campaign=campaign, user=user).exists():
+    """The campaign, if the user is assigned to label it; 404 for everyone else (eval owners too).
+
+    One query (the membership is a join), and the instance remembers whom it was checked for, so
+    the assignment services called with it in the same request need not ask again.
+    """
+    campaign = None
+    if getattr(user, "pk", None) is not None:
+        campaign = Campaign.objects.select_related("run").filter(name=name, campaignannotator__user=user).first()
+    if campaign is None:
         raise Http404("No such campaign among yours.")
+    campaign._annotator_checked = user.pk
     return campaign
 
 

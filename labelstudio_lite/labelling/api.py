@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from labelstudio_lite.accounts.access import IsEvalOwner
 
 from .access import campaign_for_labelling, campaign_for_owner
-from .models import Campaign, Item, Label
+from .models import Campaign, Label
 from .selectors import annotator_agreement, blind_item, campaign_progress, campaigns_for_annotator, final_labels
 from .services.assignment import LabellingError, LeaseExpired, annotator_share, next_item, skip_item, submit_label
 
@@ -56,7 +56,7 @@ class NextItemApi(APIView):
         served = next_item(campaign=campaign, user=request.user)
         if served is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        view = blind_item(Item.objects.select_related("row__question").get(pk=served.item.pk))
+        view = blind_item(served.item)  # next_item loads the item's row and question
         view.pop("answer_html", None)
         view.pop("claim_count", None)
         return Response({**view, "lease_expires_at": served.assignment.expires_at, "question_asked": campaign.judge_question})
@@ -97,6 +97,7 @@ class MyLabelsApi(APIView):
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         except LabellingError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        label = Label.objects.select_related("item__row__question").get(pk=label.pk)  # one query for the output, not three
         return Response(OwnLabelOutput(label).data, status=status.HTTP_201_CREATED)
 
 

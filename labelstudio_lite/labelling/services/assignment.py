@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from evalcore.services.problems import UserFacingError
@@ -54,6 +54,8 @@ class Served:
 
 
 def _require_member(campaign: Campaign, user: Any) -> None:
+    if user.pk is not None and getattr(campaign, "_annotator_checked", None) == user.pk:
+        return  # this instance came from campaign_for_labelling(user, ...) in this request
     if not CampaignAnnotator.objects.filter(campaign=campaign, user=user).exists():
         raise NotAssigned("You are not assigned to this campaign; ask its eval owner.")
 
@@ -107,19 +109,20 @@ def next_item(*, campaign: Campaign, user: Any) -> Served | None:
     now = timezone.now()
     with transaction.atomic():
         release_expired(campaign)
+        # the item comes with its row and question: the caller shows them, so no second query
         held = (
-            Assignment.objects.select_related("item")
+            Assignment.objects.select_related("item__row__question")
             .filter(item__campaign=campaign, annotator=user, status=Assignment.Status.ACTIVE)
             .order_by("served_at")
             .first()
         )
         if held is not None:
-            Assignment.objects.filter(pk=held.pk).update(expires_at=now + timedelta(seconds=campaign.lease_seconds))
-            held.refresh_from_db()
+            held.expires_at = now + timedelta(seconds=campaign.lease_seconds)
+            Assignment.objects.filter(pk=held.pk).update(expires_at=held.expires_at)
             return Served(held.item, held)
         for avoid_skipped in (True, False):
             for _ in range(5):
-                query = _candidates(campaign, user, avoid_skipped=avoid_skipped)
+                query = _candidates(campaign, user, avoid_skipped=avoid_skipped).select_related("row__question")
                 if connection.features.has_select_for_update_skip_locked:
                     query = query.select_for_update(skip_locked=True, of=("self",))
                 item = query.first()
@@ -153,6 +156,7 @@ def submit_label(
         raise LabellingError(f"a label is one of {', '.join(Label.Value.values)}, got {value!r}")
     _require_member(campaign, user)
     rationale = (rationale or "").strip()[:5000]
+    refused = False
     with transaction.atomic():
         existing = Label.objects.filter(item_id=item_id, item__campaign=campaign, annotator=user).first()
         if existing is not None:
@@ -165,26 +169,31 @@ def submit_label(
         now = timezone.now()
         if assignment is None or assignment.expires_at < now:
             if assignment is not None:
+                # an expired lease is closed (its slot back to the pool) and that is committed:
+                # the refusal is raised after the transaction, so it does not roll the release back
                 _close(assignment, Assignment.Status.EXPIRED)
-            raise LeaseExpired(
-                f"Your hold on this item ran out (after {campaign.lease_seconds // 60} minutes) and it went back to the "
-                f"pool, so this label was not saved. Take the next item."
-            )
-        Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.SUBMITTED, closed_at=now)
-        seconds = (now - assignment.served_at).total_seconds()
-        try:
-            with transaction.atomic():
-                label = Label.objects.create(
-                    item_id=item_id, annotator=user, value=value, rationale=rationale,
-                    seconds=min(seconds, float(campaign.lease_seconds)), source=source, created_at=now, updated_at=now,
-                )
-        except IntegrityError:
-            return Label.objects.get(item_id=item_id, annotator=user)
-        if value == Label.Value.CANT_TELL:
-            # can't-tell is recorded but is not a label: the slot goes back for someone else
-            Item.objects.filter(pk=item_id, slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1)
+            refused = True
         else:
-            Item.objects.filter(pk=item_id).update(label_count=F("label_count") + 1)
+            Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.SUBMITTED, closed_at=now)
+            seconds = (now - assignment.served_at).total_seconds()
+            try:
+                with transaction.atomic():
+                    label = Label.objects.create(
+                        item_id=item_id, annotator=user, value=value, rationale=rationale,
+                        seconds=min(seconds, float(campaign.lease_seconds)), source=source, created_at=now, updated_at=now,
+                    )
+            except IntegrityError:
+                return Label.objects.get(item_id=item_id, annotator=user)
+            if value == Label.Value.CANT_TELL:
+                # can't-tell is recorded but is not a label: the slot goes back for someone else
+                Item.objects.filter(pk=item_id, slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1)
+            else:
+                Item.objects.filter(pk=item_id).update(label_count=F("label_count") + 1)
+    if refused:
+        raise LeaseExpired(
+            f"Your hold on this item ran out (after {campaign.lease_seconds // 60} minutes) and it went back to the "
+            f"pool, so this label was not saved. Take the next item."
+        )
     return label
 
 
@@ -244,12 +253,15 @@ class Share:
 
 def annotator_share(*, campaign: Campaign, user: Any) -> Share:
     """The annotator's progress: labels given against their share of the campaign's label slots."""
-    labels = Label.objects.filter(item__campaign=campaign, annotator=user)
-    done = labels.exclude(value=Label.Value.CANT_TELL).count()
-    cant = labels.filter(value=Label.Value.CANT_TELL).count()
-    n_items = campaign.items.count()
+    # three queries (it runs on every labelling request): the annotator's labels, the items, the annotators
+    cant_tell = Q(value=Label.Value.CANT_TELL)
+    labels = Label.objects.filter(item__campaign=campaign, annotator=user).aggregate(
+        done=Count("pk", filter=~cant_tell), cant=Count("pk", filter=cant_tell)
+    )
+    done, cant = labels["done"], labels["cant"]
+    items = Item.objects.filter(campaign=campaign).aggregate(n=Count("pk"), open=Count("pk", filter=Q(label_count__lt=F("overlap"))))
+    n_items, open_slots = items["n"], items["open"]
     n_annotators = max(1, CampaignAnnotator.objects.filter(campaign=campaign).count())
     per_person = -(-n_items * campaign.overlap // n_annotators)
     target = min(n_items, per_person)
-    open_slots = Item.objects.filter(campaign=campaign, label_count__lt=F("overlap")).count()
     return Share(done=done, cant_tell=cant, target=max(target, done), remaining_in_campaign=open_slots)

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from ..access import campaign_for_labelling
 from ..forms import AnswerForm, ChangeLabelForm
-from ..models import Campaign, Item, Label
+from ..models import Campaign, Label
 from ..selectors import blind_item, campaigns_for_annotator
 from ..services.assignment import (
     LabellingError,
@@ -32,7 +32,7 @@ def my_campaigns(request: HttpRequest) -> HttpResponse:
 def _item_context(request: HttpRequest, campaign: Campaign, notice: str = "", error: str = "") -> dict:
     served = next_item(campaign=campaign, user=request.user)
     share = annotator_share(campaign=campaign, user=request.user)
-    item = blind_item(Item.objects.select_related("row__question").get(pk=served.item.pk)) if served else None
+    item = blind_item(served.item) if served else None  # next_item loads the item's row and question
     return {
         "campaign": campaign, "item": item, "share": share, "notice": notice, "error": error,
         "percent": min(100, int(100 * share.done / share.target)) if share.target else 100,
