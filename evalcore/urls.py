@@ -13,5 +13,6 @@ urlpatterns = [
     path("runs/<int:run_id>/rows/<int:row_id>/", runs.row_detail, name="row"),
     path("compare/", comparisons.compare, name="compare"),
     path("comparisons/<int:comparison_id>/", comparisons.comparison_detail, name="comparison"),
+    path("jobs/", jobs.job_list, name="jobs"),
     path("jobs/<int:job_id>/", jobs.job_detail, name="job"),
 ]

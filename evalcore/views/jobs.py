@@ -32,3 +32,10 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     context = {"job": job, "result_url": job_result_url(job)}
     template = "evalcore/job.html#progress" if request.htmx else "evalcore/job.html"
     return render(request, template, context)
+
+
+@require_GET
+@eval_owner_required
+def job_list(request: HttpRequest) -> HttpResponse:
+    jobs = [job_snapshot(job) for job in Job.objects.select_related("created_by")[:100]]
+    return render(request, "evalcore/jobs.html", {"jobs": [(job, job_result_url(job)) for job in jobs]})
