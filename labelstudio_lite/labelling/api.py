@@ -237,6 +237,8 @@ class ExportListApi(APIView):
         data.is_valid(raise_exception=True)
         d = data.validated_data
         verdict_set = VerdictSet.objects.filter(pk=d["verdicts"], campaign=campaign).first() if d.get("verdicts") else None
+        if d.get("verdicts") and verdict_set is None:  # not silently the run's judge instead
+            return Response({"verdicts": [f"campaign {campaign.name!r} has no verdict set {d['verdicts']}"]}, status=400)
         try:
             record = disagreements_export(campaign=campaign, fmt=d["format"], limit=d.get("limit"), balanced=d["balanced"], seed=d["seed"],
                                           verdict_set=verdict_set, user=request.user)

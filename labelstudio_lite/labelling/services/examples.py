@@ -43,7 +43,9 @@ def _judge_rationale(item: Item, verdict_set: VerdictSet | None) -> str:
     claims = item.row.claims or []
     if item.claim_index is not None and item.claim_index < len(claims):
         return claims[item.claim_index].get("rationale", "")
-    return " ".join(c.get("rationale", "") for c in claims if not c.get("supported") and c.get("rationale"))
+    unsupported = [c["rationale"] for c in claims if not c.get("supported") and c.get("rationale")]
+    # a supported answer (a false pass, the error that matters) has no unsupported claim: give why the judge passed each claim
+    return " ".join(unsupported or [c["rationale"] for c in claims if c.get("rationale")])
 
 
 def disagreement_examples(

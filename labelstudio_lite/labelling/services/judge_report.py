@@ -161,6 +161,14 @@ def _rollup_to_answers(pairs: Sequence[Pair]) -> list[Pair]:
 def _corrected(campaign: Campaign, pairs: Sequence[Pair]) -> dict[str, Any] | None:
     """The run's judge pass rate corrected for its errors, from the campaign's strata and labels."""
     available = {s["stratum"]: (s["available"], s["judge_supported"]) for s in campaign.strata}
+    if campaign.parent_id is not None:
+        # a fresh held-out sample's strata count only the items no earlier campaign took; the run holds them all
+        from collections import Counter
+
+        from .campaigns import population, stratum_label
+
+        counts = Counter(c.stratum for c in population(campaign.run, campaign.unit))
+        available = {stratum_label(key): (n, key[1]) for key, n in counts.items()}
     if not available:
         return None
     run_total = sum(a for a, _ in available.values())

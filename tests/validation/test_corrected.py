@@ -1,0 +1,228 @@
+"""The corrected estimate: the run's pass rate corrected for the judge's measured sensitivity and
+specificity (Rogan-Gladen), with a bootstrap interval carrying the uncertainty of both the labels
+and the run, weighted by the campaign's strata."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from django.urls import reverse
+
+from evalcore.engine.judge import Stratum, corrected_pass_rate, rogan_gladen
+from labelstudio_lite.labelling.models import Campaign, Item
+from labelstudio_lite.labelling.services.campaigns import campaign_create
+from labelstudio_lite.labelling.services.judge_report import judge_report
+
+from .conftest import answer_claims, import_labels, import_run, module_data, word
+
+# ----------------------------------------------------------------------------------------------
+# Rogan-Gladen
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("observed", "se", "sp"), [(0.82, 0.95, 0.56), (0.5, 0.9, 0.8), (0.3, 0.7, 0.9), (0.91, 0.99, 0.7)])
+def test_rogan_gladen_is_the_formula_inside_the_unit_interval(observed, se, sp):
+    expected = (observed + sp - 1) / (se + sp - 1)
+    assert 0 <= expected <= 1
+    assert rogan_gladen(observed, se, sp) == pytest.approx(expected)
+
+
+def test_rogan_gladen_recovers_the_true_rate_from_the_rate_an_imperfect_judge_observes():
+    true, se, sp = 0.74, 0.95, 0.56
+    observed = true * se + (1 - true) * (1 - sp)
+    assert rogan_gladen(observed, se, sp) == pytest.approx(true)
+
+
+def test_rogan_gladen_clips_to_zero_and_one():
+    assert (0.1 + 0.8 - 1) / (0.9 + 0.8 - 1) < 0
+    assert rogan_gladen(0.1, 0.9, 0.8) == 0.0
+    assert (0.99 + 0.8 - 1) / (0.9 + 0.8 - 1) > 1
+    assert rogan_gladen(0.99, 0.9, 0.8) == 1.0
+    assert rogan_gladen(0.0, 0.9, 0.8) == 0.0 and rogan_gladen(1.0, 0.9, 0.9) == 1.0
+
+
+def test_rogan_gladen_is_undefined_for_a_judge_that_carries_no_information():
+    assert math.isnan(rogan_gladen(0.5, 0.5, 0.5))
+    assert math.isnan(rogan_gladen(0.5, 0.3, 0.6))
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.2, float("nan"), True, "0.5"])
+def test_rogan_gladen_refuses_values_that_are_not_probabilities(bad):
+    with pytest.raises(ValueError):
+        rogan_gladen(bad, 0.9, 0.8)
+    with pytest.raises(ValueError):
+        rogan_gladen(0.5, bad, 0.8)
+
+
+# ----------------------------------------------------------------------------------------------
+# A simulated population: stratified sample oversampling the judge's unsupported verdicts
+# ----------------------------------------------------------------------------------------------
+
+TRUE_RATE, SE, SP = 0.74, 0.95, 0.56
+POPULATION, LABELLED = 20_000, 400
+
+
+def simulate(seed: int, *, weighted: bool = True, iterations: int = 10_000):
+    """Return (corrected rate, the population's true pass rate, stratified estimate) for one simulated run."""
+    rng = np.random.default_rng(seed)
+    truth = rng.random(POPULATION) < TRUE_RATE
+    judge = np.where(truth, rng.random(POPULATION) < SE, rng.random(POPULATION) >= SP)
+    strata, estimate = [], 0.0
+    for verdict in (True, False):
+        members = np.flatnonzero(judge == verdict)
+        sample = rng.choice(members, size=LABELLED // 2, replace=False)  # half of the labels on the rare verdict: oversampled
+        human_pass = int(truth[sample].sum())
+        strata.append(Stratum(judge_pass=verdict, labelled=len(sample), human_pass=human_pass,
+                              weight=len(members) / len(sample) if weighted else 1.0))
+        estimate += len(members) * human_pass / len(sample)
+    result = corrected_pass_rate(run_passes=int(judge.sum()), run_total=POPULATION, strata=strata, iterations=iterations, seed=seed)
+    return result, float(truth.mean()), estimate / POPULATION
+
+
+def test_the_corrected_rate_of_a_simulated_run_covers_the_true_rate_and_is_close_to_it():
+    result, truth, _ = simulate(2026)
+
+    assert result.raw == pytest.approx(TRUE_RATE * SE + (1 - TRUE_RATE) * (1 - SP), abs=0.01)  # the judge says about 0.82
+    assert result.low < truth < result.high
+    assert result.corrected == pytest.approx(truth, abs=0.04)
+    assert abs(result.corrected - truth) < abs(result.raw - truth) / 2
+    assert result.sensitivity == pytest.approx(SE, abs=0.03)
+    assert result.specificity == pytest.approx(SP, abs=0.08)
+    assert result.note is None and result.iterations == 10_000
+
+
+def test_with_the_sampling_weights_rogan_gladen_equals_the_stratified_estimate():
+    result, _, stratified = simulate(7)
+
+    assert result.corrected == pytest.approx(stratified, abs=1e-9)
+
+
+def test_without_the_sampling_weights_the_oversampled_verdict_biases_the_estimate():
+    weighted, truth, _ = simulate(11)
+    unweighted, _, _ = simulate(11, weighted=False)
+
+    assert unweighted.sensitivity < SE - 0.08  # the judge's fails are over-represented in the sample
+    assert abs(unweighted.corrected - truth) > 2 * abs(weighted.corrected - truth)
+
+
+def test_the_interval_covers_the_true_rate_in_most_simulated_runs():
+    covered = 0
+    runs = 60
+    for seed in range(runs):
+        result, truth, _ = simulate(seed, iterations=2_000)
+        covered += result.low <= truth <= result.high
+    assert covered >= 0.85 * runs, f"covered the truth in {covered} of {runs} runs"
+
+
+def test_the_interval_is_reproducible_with_the_same_seed_and_wider_than_the_labels_alone_suggest():
+    first, _, _ = simulate(5)
+    again, _, _ = simulate(5)
+
+    assert (first.low, first.high) == (again.low, again.high)
+    assert first.high - first.low > 0.05
+
+
+def test_labels_of_one_class_only_leave_the_corrected_rate_unknown():
+    result = corrected_pass_rate(run_passes=80, run_total=100, strata=[Stratum(True, 10, 10), Stratum(False, 10, 10)])
+
+    assert math.isnan(result.corrected) and math.isnan(result.low)
+    assert "only one class" in result.note
+
+
+def test_corrected_pass_rate_refuses_impossible_inputs():
+    with pytest.raises(ValueError, match="run_passes"):
+        corrected_pass_rate(run_passes=120, run_total=100, strata=[Stratum(True, 10, 8)])
+    with pytest.raises(ValueError, match="no labelled items"):
+        corrected_pass_rate(run_passes=80, run_total=100, strata=[Stratum(True, 0, 0)])
+
+
+# ----------------------------------------------------------------------------------------------
+# The report's corrected block uses the campaign's strata
+# ----------------------------------------------------------------------------------------------
+
+RUN_SIZE = 600
+
+
+def judge_of(i: int) -> bool:
+    return i % 10 != 0  # 10 % of the run judged unsupported: the campaign oversamples them
+
+
+def human_of(i: int) -> bool:
+    if judge_of(i):
+        return i % 7 != 0
+    return i % 3 == 0
+
+
+@pytest.fixture(scope="module")
+def oversampled(django_db_setup, django_db_blocker, tmp_path_factory):
+    with module_data(django_db_blocker):
+        folder = tmp_path_factory.mktemp("corrected")
+        built = import_run(folder, [answer_claims(judge_of(i)) for i in range(RUN_SIZE)], evalset="corr", name="corr-run")
+        campaign = campaign_create(run=built.run, name="corr", unit="answer", size=200, heldout_fraction=0.0, seed=3)
+        qids = Item.objects.filter(campaign=campaign).values_list("row__question__qid", flat=True)
+        import_labels(folder, campaign, [(q, None, word(human_of(int(q[1:]))), "r1", "") for q in qids])
+        yield campaign.pk
+
+
+def test_the_campaign_oversamples_the_judges_rare_unsupported_verdict(oversampled, db):
+    campaign = Campaign.objects.get(pk=oversampled)
+
+    unsupported = sum(s["sampled"] for s in campaign.strata if not s["judge_supported"])
+    assert unsupported >= 50 > 0.1 * 200
+    assert judge_report(campaign)["oversampled"] is True
+
+
+def test_the_reports_corrected_block_weights_each_stratum_by_its_population(oversampled, db):
+    campaign = Campaign.objects.get(pk=oversampled)
+    strata = []
+    tp = fn = tn = fp = 0.0
+    estimate = 0.0
+    for s in campaign.strata:
+        qids = Item.objects.filter(campaign=campaign, stratum=s["stratum"]).values_list("row__question__qid", flat=True)
+        passed = sum(human_of(int(q[1:])) for q in qids)
+        weight = s["available"] / len(qids)
+        strata.append(Stratum(judge_pass=s["judge_supported"], labelled=len(qids), human_pass=passed, weight=weight))
+        if s["judge_supported"]:
+            tp, fp = tp + weight * passed, fp + weight * (len(qids) - passed)
+        else:
+            fn, tn = fn + weight * passed, tn + weight * (len(qids) - passed)
+        estimate += s["available"] * passed / len(qids)
+    run_passes = sum(judge_of(i) for i in range(RUN_SIZE))
+
+    corrected = judge_report(campaign)["corrected"]
+
+    assert corrected["run_items"] == RUN_SIZE
+    assert corrected["raw"] == pytest.approx(run_passes / RUN_SIZE) == pytest.approx(0.9)
+    assert corrected["sensitivity"] == pytest.approx(tp / (tp + fn))
+    assert corrected["specificity"] == pytest.approx(tn / (tn + fp))
+    assert corrected["corrected"] == pytest.approx(rogan_gladen(run_passes / RUN_SIZE, tp / (tp + fn), tn / (tn + fp)))
+    assert corrected["corrected"] == pytest.approx(estimate / RUN_SIZE)
+    expected = corrected_pass_rate(run_passes=run_passes, run_total=RUN_SIZE, strata=strata, seed=campaign.seed)
+    # the same bootstrap up to the order in which the strata draw their resamples
+    assert (corrected["low"], corrected["high"]) == pytest.approx((expected.low, expected.high), abs=0.01)
+    truth = sum(human_of(i) for i in range(RUN_SIZE)) / RUN_SIZE
+    assert corrected["low"] < truth < corrected["high"]
+
+
+def test_the_unweighted_sample_would_have_given_another_answer(oversampled, db):
+    campaign = Campaign.objects.get(pk=oversampled)
+    items = Item.objects.filter(campaign=campaign).values_list("row__question__qid", "judge_supported")
+    naive_se_num = sum(1 for q, j in items if j and human_of(int(q[1:])))
+    naive_se = naive_se_num / sum(1 for q, _ in items if human_of(int(q[1:])))
+
+    corrected = judge_report(campaign)["corrected"]
+
+    assert corrected["sensitivity"] > naive_se + 0.02
+
+
+def test_the_report_page_shows_the_corrected_rate_beside_the_judges_raw_rate(oversampled, db, owner_client):
+    campaign = Campaign.objects.get(pk=oversampled)
+    corrected = judge_report(campaign)["corrected"]
+
+    page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
+
+    assert (f"Judge pass rate on the run {100 * corrected['raw']:.0f} % · corrected for the judge's errors "
+            f"<strong>{100 * corrected['corrected']:.0f} %</strong> ({100 * corrected['low']:.0f} %–{100 * corrected['high']:.0f} %)") in page
+    assert f"the run's {RUN_SIZE} answers" in page
