@@ -57,12 +57,13 @@ def run_rows(run: Run, *, qtype: str | None = None, metric: str | None = None, l
     if qtype is not None:
         rows = rows.filter(question__qtype="" if qtype == "(no type)" else qtype)
     if metric:
+        # only rows where the metric is defined: JSON null sorts above numbers on SQLite and below them on
+        # PostgreSQL, so without this a range would let undefined scores (unanswerable, declined) through
+        rows = rows.filter(**{f"scores__{metric}__isnull": False}).exclude(**{f"scores__{metric}": None})
         if low is not None:
             rows = rows.filter(**{f"scores__{metric}__gte": low})
         if high is not None:
             rows = rows.filter(**{f"scores__{metric}__lte": high})
-        if low is None and high is None:
-            rows = rows.filter(**{f"scores__{metric}__isnull": False})
     if search:
         from django.db.models import Q
 

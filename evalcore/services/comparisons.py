@@ -111,6 +111,11 @@ def compare_runs(
     progress(0, len(chosen) + 1, "loading rows")
     base_frame = run_rows_frame(base)
     cand_frame = run_rows_frame(candidate)
+    if len(base_frame.index.intersection(cand_frame.index)) == 0:
+        raise ComparisonRefused(
+            f"{base.name!r} and {candidate.name!r} answered no question in common: comparisons are paired on the "
+            f"questions both runs answered. Run both on the same questions first"
+        )
     decisions = []
     notes: list[str] = []
     for i, metric in enumerate(chosen, start=1):
@@ -120,9 +125,15 @@ def compare_runs(
             higher_is_better={metric: metric not in lower_is_better}, iterations=iterations, seed=seed,
             confidence=confidence,
         )
+        if not report.decisions:  # never let a metric that was not compared count as a pass
+            excluded[metric] = "no question is scored on it in both runs (for example abstention when no question is unanswerable)"
         decisions.extend(report.decisions)
         notes.extend(n for n in report.notes if n not in notes)
         progress(i, len(chosen) + 1, f"gated {metric}")
+    if not decisions:
+        raise ComparisonRefused("nothing to compare: " + "; ".join(f"{m}: {why}" for m, why in excluded.items()))
+    chosen = [m for m in chosen if m not in excluded]
+    per_metric = {m: per_metric[m] for m in chosen}
     report = GateReport(
         decisions=tuple(decisions),
         overall=overall_status([d.status for d in decisions]),

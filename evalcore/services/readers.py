@@ -67,7 +67,7 @@ def count_records(path: Path, fmt: str) -> int | None:
                 for block in iter(lambda: handle.read(1 << 20), b""):
                     count += block.count(b"\n")
             return max(0, count - (1 if container == "csv" else 0))
-    except OSError:
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError: the reader reports it with the file name
         return None
     return None
 

@@ -8,6 +8,7 @@ creates nothing and says so; the same name with different content is refused.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 from collections.abc import Callable, Iterator
@@ -175,8 +176,8 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
             qid = text_index[text]
             if qid == "":
                 raise FieldError("user_input", "matches several questions' text; add an id column to say which")
-        contexts = [as_text(c, "retrieved_contexts") for c in as_list(data.get("retrieved_contexts"), "retrieved_contexts")]
-        retrieved = as_str_list(data.get("retrieved_context_ids"), "retrieved_context_ids")
+        contexts = [as_text(c, "retrieved_contexts") for c in as_list(_python_list(data.get("retrieved_contexts")), "retrieved_contexts")]
+        retrieved = as_str_list(_python_list(data.get("retrieved_context_ids")), "retrieved_context_ids")
         scores = {}
         for name, value in data.items():
             if name in RAGAS_FIELDS:
@@ -222,6 +223,25 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
         "scores": scores,
         "metadata": metadata,
     }
+
+
+def _python_list(value: Any) -> Any:
+    """Read a list cell that pandas wrote as a Python literal (``['a', 'b']``), as a saved Ragas table has.
+
+    JSON cells and anything that is not a Python list literal are returned unchanged (and
+    checked as usual, so malformed cells are still reported with their line and column).
+    """
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            json.loads(value)
+        except json.JSONDecodeError:
+            try:
+                parsed = ast.literal_eval(value.strip())
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                return value
+            if isinstance(parsed, list):
+                return parsed
+    return value
 
 
 def _looks_numeric(value: str) -> bool:

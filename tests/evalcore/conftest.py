@@ -1,0 +1,174 @@
+"""Fixtures for the eval sets, runs and gate tests: small files in every format, row counts, eager tasks."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalcore.models import (
+    Comparison,
+    EvalSet,
+    EvalSetVersion,
+    GateDecisionRecord,
+    Job,
+    JudgeConfig,
+    Question,
+    Row,
+    Run,
+    RunChunk,
+)
+
+COUNTED = (EvalSet, EvalSetVersion, Question, Run, Row, RunChunk, JudgeConfig, Comparison, GateDecisionRecord)
+
+JUDGE = {
+    "model": "gpt-x",
+    "model_version": "2026-05",
+    "prompt": "Is the claim supported by the context?\n{context}\n{claim}",
+    "temperature": 0.0,
+    "claim_splitting": "llm-atomic-claims-v2",
+    "library_versions": {"ragas": "0.3.9"},
+}
+OTHER_JUDGE = {**JUDGE, "model_version": "2026-09"}
+
+#: Five questions of two types: q4 is unanswerable, q5 has span gold.
+QUESTIONS: list[dict[str, Any]] = [
+    {"id": "q1", "question": "What is the refund window?", "type": "policy", "answerable": True,
+     "reference_answer": "30 days.", "gold": [{"doc": "d1", "grade": 3}, {"doc": "d2", "grade": 1}]},
+    {"id": "q2", "question": "What is the late fee?", "type": "billing", "answerable": True,
+     "reference_answer": "5 %.", "gold": [{"doc": "d3", "grade": 2}]},
+    {"id": "q3", "question": "How long is the notice period?", "type": "policy", "answerable": True,
+     "reference_answer": "14 days.", "gold": [{"doc": "d4", "grade": 1}]},
+    {"id": "q4", "question": "Who is the CEO's dentist?", "type": "billing", "answerable": False,
+     "reference_answer": "", "gold": []},
+    {"id": "q5", "question": "What is the invoice date?", "type": "billing", "answerable": True,
+     "reference_answer": "The 1st.", "gold": [{"doc": "d5", "grade": 2, "start": 100, "end": 180}]},
+]
+
+
+def ok_row(qid: str, **overrides: Any) -> dict[str, Any]:
+    """A valid run row for question ``qid`` (two claims, one supported)."""
+    row = {
+        "id": qid,
+        "retrieved": ["d1", "d9", "d3", "d4", "d5", "d7"],
+        "context_ids": ["d1", "d9", "d3"],
+        "context": "text one\n\ntext two\n\ntext three",
+        "answer": "An answer.",
+        "declined": False,
+        "claims": [{"text": "A.", "supported": True, "rationale": "stated"}, {"text": "B.", "supported": False}],
+        "scores": {"answer_relevance": 4},
+    }
+    row.update(overrides)
+    return row
+
+
+def ok_rows() -> list[dict[str, Any]]:
+    return [ok_row(q["id"]) for q in QUESTIONS]
+
+
+def write_jsonl(path: Path, records: list[Any]) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write((record if isinstance(record, str) else json.dumps(record)) + "\n")
+    return path
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow([json.dumps(v) if isinstance(v, (list, dict)) else v for v in row])
+    return path
+
+
+def pytest_collection_modifyitems(config, items):
+    """Benchmarks in this folder (marked ``benchmark``) run only with LSL_BENCHMARK=1.
+
+    They are deselected, not skipped, so CI's LSL_FORBID_SKIPS stays meaningful.
+    """
+    import os
+
+    if os.environ.get("LSL_BENCHMARK", "") in ("1", "true", "yes"):
+        return
+    here = str(Path(__file__).parent)
+    chosen, dropped = [], []
+    for item in items:
+        (dropped if "benchmark" in item.keywords and str(item.fspath).startswith(here) else chosen).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = chosen
+
+
+def url_of_the_test_database() -> str:
+    """A DATABASE_URL that points a separate process (a worker, manage.py) at pytest's test database."""
+    from django.db import connection
+
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings['NAME']}"
+    auth = settings["USER"] + (f":{settings['PASSWORD']}" if settings.get("PASSWORD") else "")
+    return f"postgres://{auth}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """The environment for a separate process of this project, on the test database."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "PYTEST", "DJANGO_SETTINGS"))}
+    env.update({"DATABASE_URL": url_of_the_test_database(), "DJANGO_SETTINGS_MODULE": "labelstudio_lite.settings"})
+    env.update(extra)
+    return env
+
+
+def db_counts() -> dict[str, int]:
+    """Rows per evalcore table, to prove a refused import changed nothing."""
+    return {model.__name__: model.objects.count() for model in COUNTED}
+
+
+@pytest.fixture(autouse=True)
+def _eager_tasks_and_private_media(settings, tmp_path):
+    """Tasks run inline (eager Celery, no thread); uploads land in the test's own folder."""
+    from labelstudio_lite.celery import app
+
+    settings.EMBEDDED_TASKS_IN_THREAD = False
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # personas log in fast
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def questions_file(tmp_path) -> Path:
+    return write_jsonl(tmp_path / "questions.jsonl", QUESTIONS)
+
+
+@pytest.fixture
+def version(db, questions_file) -> EvalSetVersion:
+    """Eval set 'support' v1, imported through the service (sealed)."""
+    from evalcore.services.evalsets import evalset_import
+
+    return evalset_import(path=questions_file, name="support").version
+
+
+@pytest.fixture
+def rows_file(tmp_path) -> Path:
+    return write_jsonl(tmp_path / "rows.jsonl", ok_rows())
+
+
+@pytest.fixture
+def run(version, rows_file) -> Run:
+    from evalcore.services.runs import run_import
+
+    return run_import(path=rows_file, evalset="support", name="base", k=3, judge_config=JUDGE).run
+
+
+@pytest.fixture
+def job_count():
+    return lambda: Job.objects.count()

@@ -1,0 +1,117 @@
+"""Big run files stream: rows are read, scored and written in batches, never held whole.
+
+The default suite imports a 20,000-row file (a 100,000-row file takes minutes on a 2-core
+machine: that one is a benchmark, run with LSL_BENCHMARK=1). Memory is measured with tracemalloc
+on the same frozen eval set of 20,000 questions, importing 5,000 and then 20,000 rows of about
+4 KB each: the file grows by some 65 MB, the import's peak by a few MB (the per-row scores kept
+for the run's summary), so the peak grows far less than 4x and far less than the file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from evalcore.models import EvalSet, EvalSetVersion, Question, Row
+from evalcore.services.runs import run_import
+
+pytestmark = pytest.mark.django_db
+
+CONTEXT = "The notice period is fourteen days unless the contract says otherwise. " * 55  # ~4 KB
+
+
+def frozen_version(n: int) -> EvalSetVersion:
+    """A sealed version of n questions, written straight through the ORM (fast set-up, not under test)."""
+    eval_set = EvalSet.objects.create(name="big")
+    version = EvalSetVersion.objects.create(eval_set=eval_set, number=1, content_hash="b" * 64, question_count=n)
+    batch = []
+    for i in range(n):
+        batch.append(Question(version=version, qid=f"q{i:06d}", text=f"Question {i}?", qtype=f"t{i % 4}",
+                              gold=[{"doc": f"d{i}", "grade": 1 + i % 3}]))
+        if len(batch) == 5000:
+            Question.objects.bulk_create(batch)
+            batch = []
+    Question.objects.bulk_create(batch)
+    version.sealed = True
+    version.save(update_fields=["sealed"])
+    return version
+
+
+def rows_file(path: Path, n: int) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for i in range(n):
+            handle.write(json.dumps({
+                "id": f"q{i:06d}",
+                "retrieved": [f"d{i + 1}", f"d{i}", f"x{i}", f"y{i}"],
+                "context_ids": [f"d{i + 1}", f"d{i}"],
+                "context": CONTEXT,
+                "answer": "The notice period is fourteen days. " * 5,
+                "claims": [{"text": "Fourteen days.", "supported": i % 3 != 0}],
+            }) + "\n")
+    return path
+
+
+def traced_import(path: Path, name: str, progress=None) -> tuple[object, int]:
+    tracemalloc.start()
+    try:
+        result = run_import(path=path, evalset="big", name=name, k=2, progress=progress or (lambda *a: None))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
+def test_a_20000_row_run_file_streams_and_its_memory_does_not_grow_with_the_file(tmp_path):
+    frozen_version(20_000)
+    small, big = rows_file(tmp_path / "small.jsonl", 5_000), rows_file(tmp_path / "big.jsonl", 20_000)
+    small_result, small_peak = traced_import(small, "small")
+    calls: list[tuple[int, int | None, str]] = []
+    big_result, big_peak = traced_import(big, "big", progress=lambda done, total, message: calls.append((done, total, message)))
+
+    run = big_result.run
+    assert big_result.created and small_result.created
+    assert (run.row_count, run.question_count, run.coverage) == (20_000, 20_000, 1.0)
+    assert Row.objects.filter(run=run).count() == 20_000
+    assert run.summary["slices"]["all"]["metrics"]["recall@2"]["n"] == 20_000
+    assert run.summary["slices"]["t3"]["rows"] == 5_000
+    assert Row.objects.get(run=run, question__qid="q000003").scores["faithfulness"] == 0.0
+
+    # progress is reported as it goes (validation, then each written batch), never going back
+    writing = [c for c in calls if c[2] == "scoring and writing"]
+    assert len(writing) == 10  # 20,000 rows in batches of 2,000
+    assert [c[0] for c in writing] == sorted(c[0] for c in writing)
+    assert writing[-1][:2] == (40_000, 40_000)
+    assert any(c[2] == "validating" for c in calls)
+
+    file_growth = big.stat().st_size - small.stat().st_size
+    peak_growth = big_peak - small_peak
+    assert file_growth > 60e6
+    assert big_peak < 2 * small_peak, f"peak {small_peak / 1e6:.1f} MB -> {big_peak / 1e6:.1f} MB for 4x the rows"
+    assert peak_growth < 0.25 * file_growth, f"peak grew {peak_growth / 1e6:.1f} MB for {file_growth / 1e6:.1f} MB more file"
+
+
+def test_the_import_run_command_shows_a_progress_bar(db, tmp_path):
+    frozen_version(10)
+    path = rows_file(tmp_path / "rows.jsonl", 10)
+    err = io.StringIO()
+    call_command("import_run", str(path), "--evalset", "big", "--name", "r", "--k", "2", stderr=err, stdout=io.StringIO())
+    lines = err.getvalue().splitlines()
+    assert lines and lines[-1].startswith("import rows.jsonl: [##############################] 100%")
+
+
+@pytest.mark.benchmark
+def test_a_100000_row_run_file_imports(tmp_path):
+    """Run with LSL_BENCHMARK=1: 100,000 questions and a 100,000-row file (about 430 MB)."""
+    frozen_version(100_000)
+    path = rows_file(tmp_path / "huge.jsonl", 100_000)
+    started = time.monotonic()
+    result = run_import(path=path, evalset="big", name="huge", k=2)
+    elapsed = time.monotonic() - started
+    assert result.run.row_count == 100_000
+    print(f"100,000 rows imported in {elapsed:.1f} s")
