@@ -276,25 +276,119 @@ def _lengths(items: Sequence, name: str) -> np.ndarray:
         raise
 
 
+def _string_codes(ids: list, n_questions: int) -> np.ndarray | None:
+    """Return integer codes for a list of str ids, equal exactly when the ids are equal.
+
+    Returns None unless every id is a str without a NUL character. The ids' UTF-8 bytes are read
+    eight at a time and only the bits that vary between ids are kept: identifiers share prefixes,
+    separators and character classes, so these usually pack into one integer, which is then the
+    code. Only when they do not is the packed key re-coded densely with ``pandas.factorize``.
+    This avoids hashing millions of Python strings one by one.
+    """
+    count = len(ids)
+    if count == 0:
+        return np.empty(0, dtype=np.int64)
+    try:
+        joined = "\x00".join(ids)
+    except TypeError:
+        return None
+    encoded = joined.encode("utf-8", "surrogatepass")
+    if encoded.count(b"\x00") != count - 1:
+        return None  # an id holds a NUL character
+    data = np.frombuffer(encoded, dtype=np.uint8)
+    width = encoded.find(b"\x00") if count > 1 else len(encoded)
+    if data.size == count * (width + 1) - 1 and not data[width :: width + 1].any():
+        # every id is ``width`` bytes long: the separators are exactly where expected
+        starts = np.arange(count, dtype=np.int64) * (width + 1)
+        lengths = None
+    else:
+        separators = np.flatnonzero(data == 0)
+        starts = np.empty(count, dtype=np.int64)
+        starts[0] = 0
+        starts[1:] = separators + 1
+        lengths = np.append(separators, data.size) - starts
+        width = int(lengths.max())
+    padded = np.zeros(data.size + 8, dtype=np.uint8)
+    padded[: data.size] = data
+    # element i of ``window`` is the 8 bytes starting at byte i (unaligned and overlapping)
+    window = np.ndarray((data.size + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    runs = []  # [word, lowest bit, number of bits]: the varying bits of each byte
+    for j in range((width + 7) // 8):
+        word = window[np.minimum(starts + 8 * j, data.size)] if lengths is not None else window[starts + 8 * j]
+        if lengths is None:
+            if width - 8 * j < 8:  # clear the bytes past the end of the ids
+                word &= np.uint64((1 << (8 * (width - 8 * j))) - 1)
+        else:
+            remaining = lengths - 8 * j
+            short = remaining < 8
+            if short.any():
+                shift = (8 * np.clip(remaining, 0, 7)).astype(np.uint64)
+                word &= np.where(short, (np.uint64(1) << shift) - np.uint64(1), np.uint64(2**64 - 1))
+        varying = int(np.bitwise_or.reduce(word ^ word[0]))
+        for b in range(8):
+            byte = (varying >> (8 * b)) & 0xFF
+            if byte:
+                low = (byte & -byte).bit_length() - 1
+                runs.append([word, 8 * b + low, byte.bit_length() - low])
+    # The code must stay below 2**(62 - log2(questions)) so that the kernels' per-question keys
+    # cannot overflow; within that, merge neighbouring runs of a word (fewer passes over the ids).
+    budget = 62 - n_questions.bit_length()
+    needed = sum(run[2] for run in runs)
+    if needed <= budget:
+        merged: list = []
+        for run in runs:
+            if merged and merged[-1][0] is run[0]:
+                span = run[1] + run[2] - merged[-1][1]
+                if needed - run[2] - merged[-1][2] + span <= budget:
+                    needed += span - run[2] - merged[-1][2]
+                    merged[-1][2] = span
+                    continue
+            merged.append(run)
+        runs = merged
+    key = np.zeros(count, dtype=np.uint64)
+    bits = 0
+    for word, low, size in runs:
+        if bits + size > 64:
+            codes, uniques = pd.factorize(key)
+            key = codes.astype(np.uint64)
+            bits = max(1, (len(uniques) - 1).bit_length())
+        value = word >> np.uint64(low)  # a new array: ``word`` is shared by the runs of a word
+        if low + size < 64:
+            value &= np.uint64((1 << size) - 1)
+        key = (key << np.uint64(size)) | value if bits else value
+        bits += size
+    if bits > budget:
+        return pd.factorize(key)[0].astype(np.int64)
+    return key.astype(np.int64)
+
+
 def encode_retrieval(ranked: Sequence[Sequence], gold: Sequence[Gold]) -> EncodedRetrieval:
     """Encode per-question Python lists of ids into flat integer arrays.
 
-    This walks every id once (in C where possible: ``itertools.chain`` and ``pandas.factorize``),
-    which is the floor for input given as Python objects.
+    This walks every id once, in C where possible (``itertools.chain``, ``str.join``): string ids
+    are coded from their bytes (see :func:`_string_codes`), other ids with ``pandas.factorize``.
     """
     n = len(ranked)
     if len(gold) != n:
         raise ValueError(f"ranked and gold must have one entry per question, got {n} and {len(gold)}")
-    for i, items in enumerate(ranked):
-        if isinstance(items, (str, bytes, set, frozenset, Mapping)):
-            check_ranked(items, f"ranked[{i}]")
+    if not set(map(type, ranked)) <= {list}:  # lists pass: skip the per-question check
+        for i, items in enumerate(ranked):
+            if isinstance(items, (str, bytes, set, frozenset, Mapping)):
+                check_ranked(items, f"ranked[{i}]")
     r_len = _lengths(ranked, "ranked")
     r_ids = list(chain.from_iterable(ranked))
 
     g_docs: list = []
     g_grades: list = []
     g_len = np.empty(n, dtype=np.int64)
-    for i, g in enumerate(gold):
+    if set(map(type, gold)) <= {dict}:  # the usual input, in C: same result as the loop below
+        g_len = _lengths(gold, "gold")
+        g_docs = list(chain.from_iterable(gold))
+        g_grades = list(chain.from_iterable(map(dict.values, gold)))
+        gold_left: Sequence = ()
+    else:
+        gold_left = gold
+    for i, g in enumerate(gold_left):
         before = len(g_docs)
         if isinstance(g, Mapping):
             g_docs.extend(g.keys())
@@ -322,17 +416,21 @@ def encode_retrieval(ranked: Sequence[Sequence], gold: Sequence[Gold]) -> Encode
         q = int(np.searchsorted(np.cumsum(g_len), bad, side="right"))
         raise ValueError(f"gold[{q}]: grade of {g_docs[bad]!r} must be finite, got {grades[bad]}")
 
-    all_ids = np.empty(len(r_ids) + len(g_docs), dtype=object)
-    all_ids[: len(r_ids)] = r_ids
-    all_ids[len(r_ids) :] = g_docs
-    # use_na_sentinel=False: a None id gets its own code; the default -1 would alias the previous
-    # question's highest-coded document in the keys ``question * width + doc`` below.
-    codes, _ = pd.factorize(all_ids, use_na_sentinel=False)
-    codes = codes.astype(np.int64)
+    n_ranked = len(r_ids)
+    r_ids.extend(g_docs)  # every id, ranked then gold: one code space
+    codes = _string_codes(r_ids, n)
+    if codes is None:
+        all_ids = np.empty(len(r_ids), dtype=object)
+        all_ids[:n_ranked] = r_ids[:n_ranked]
+        all_ids[n_ranked:] = g_docs
+        # use_na_sentinel=False: a None id gets its own code; the default -1 would alias the previous
+        # question's highest-coded document in the keys ``question * width + doc`` below.
+        codes, _ = pd.factorize(all_ids, use_na_sentinel=False)
+        codes = codes.astype(np.int64)
     return EncodedRetrieval(
-        ranked_docs=codes[: len(r_ids)],
+        ranked_docs=codes[:n_ranked],
         ranked_offsets=np.concatenate([[0], np.cumsum(r_len)]),
-        gold_docs=codes[len(r_ids) :],
+        gold_docs=codes[n_ranked:],
         gold_grades=grades,
         gold_offsets=np.concatenate([[0], np.cumsum(g_len)]),
     )
@@ -363,6 +461,165 @@ def _resolve_k(k: int | Sequence[int] | np.ndarray, n: int) -> np.ndarray:
     return array.astype(np.int64)
 
 
+#: The dense kernel lays questions out as columns of (rank, question) matrices; it is used when
+#: padding to the longest list costs at most this factor over the real number of entries.
+_DENSE_PADDING = 2.0
+#: ... and when no question has more gold judgments than this (the kernel loops over them).
+_DENSE_MAX_GOLD = 32
+
+
+def _columns(values: np.ndarray, offsets: np.ndarray, width: int, fill: Any, dtype: Any) -> np.ndarray:
+    """Return a ``(width, n)`` matrix whose column i holds question i's values, padded with ``fill``."""
+    lengths = np.diff(offsets)
+    n = lengths.size
+    out = np.empty((width, n), dtype=dtype)
+    if n and width and int(lengths.min()) == width:
+        out[...] = values.reshape(n, width).T
+    elif width <= 8:
+        extended = np.empty(values.size + 1, dtype=dtype)
+        extended[:-1] = values
+        extended[-1] = fill
+        for j in range(width):
+            np.take(extended, np.where(lengths > j, offsets[:-1] + j, values.size), out=out[j])
+    else:
+        out.fill(fill)
+        out.T[np.arange(width) < lengths[:, None]] = values
+    return out
+
+
+def _hash31(codes: np.ndarray) -> np.ndarray:
+    """Return codes mixed (Fibonacci hashing) down to 31 bits, as int32; equal codes stay equal."""
+    mixed = codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return (mixed >> np.uint64(33)).astype(np.int32)
+
+
+def _gains(grades: np.ndarray, gain: str) -> np.ndarray:
+    """Return ``_gain_values(grades, gain)``, from a table when the grades are small whole numbers."""
+    if gain == "exponential" and grades.size:
+        with np.errstate(invalid="ignore"):
+            whole = grades.astype(np.int64)
+        if np.array_equal(whole, grades) and int(whole.max()) <= 64:
+            return _gain_values(np.arange(65, dtype=np.float64), gain)[np.maximum(whole, 0)]
+    return _gain_values(grades, gain)
+
+
+def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[str], gain: str) -> dict[str, np.ndarray] | None:
+    """Score with one column per question; return None when the lists are too uneven for it.
+
+    For each relevant judgment, the rank of its first retrieval is found by comparing the whole
+    (rank, question) matrix of retrieved ids at once; sums run in rank order, exactly as in the
+    flat kernel, so both give identical numbers.
+    """
+    n = encoded.n_questions
+    r_docs, g_docs, g_grades = encoded.ranked_docs, encoded.gold_docs, encoded.gold_grades
+    r_len = np.diff(encoded.ranked_offsets)
+    g_len = np.diff(encoded.gold_offsets)
+    width = int(r_len.max(initial=0))
+    depth = int(g_len.max(initial=0))
+    if (
+        n == 0
+        or depth > _DENSE_MAX_GOLD
+        or width > 32_767
+        or width * n > _DENSE_PADDING * r_docs.size + 16 * n
+        or depth * n > _DENSE_PADDING * g_docs.size + 16 * n
+    ):
+        return None
+    low = int(min(r_docs.min(initial=0), g_docs.min(initial=0)))
+    high = int(max(r_docs.max(initial=0), g_docs.max(initial=0)))
+    # Compare 32-bit codes (half the memory traffic). Wider codes are hashed to 31 bits and every
+    # match is checked against the full codes below; a collision sends the batch to the flat kernel.
+    hashed = high - low >= 2**31 - 2
+    r_small = _hash31(r_docs) if hashed else (r_docs - (low - 2)).astype(np.int32)
+    g_small = _hash31(g_docs) if hashed else (g_docs - (low - 2)).astype(np.int32)
+    r_fill, g_fill = -1, -2
+    ranked = _columns(r_small, encoded.ranked_offsets, width, r_fill, np.int32)
+    relevant_flat = g_grades > 0
+    gold = _columns(np.where(relevant_flat, g_small, g_fill), encoded.gold_offsets, depth, g_fill, np.int32)
+    relevant = gold != g_fill
+    n_relevant = np.count_nonzero(relevant, axis=0)
+    if depth > 1:
+        same = np.zeros(n, dtype=bool)
+        for j in range(depth):
+            for other in range(j + 1, depth):
+                same |= (gold[j] == gold[other]) & (gold[j] != g_fill)
+        if same.any():
+            raise ValueError(f"gold of question {int(np.flatnonzero(same)[0])} lists the same document twice")
+
+    # first[j, i]: 0-based rank at which question i first retrieved its j-th relevant judgment,
+    # ``width`` if never. A repeated document counts at its first position only.
+    weight_type = np.int8 if width < 127 else np.int16
+    weights = (width - np.arange(width)).astype(weight_type)[:, None]
+    score = np.zeros((depth, n), dtype=weight_type)
+    if width:
+        equal = np.empty(ranked.shape, dtype=bool)
+        product = np.empty(ranked.shape, dtype=weight_type)
+        for j in range(depth):
+            np.equal(ranked, gold[j], out=equal)
+            np.multiply(equal.view(np.int8), weights, out=product)
+            np.max(product, axis=0, out=score[j])
+    first = width - score.astype(np.intp)
+    if hashed:
+        for j in range(depth):
+            hit = np.flatnonzero(first[j] < width)
+            retrieved = r_docs[encoded.ranked_offsets[hit] + first[j, hit]]
+            if not np.array_equal(retrieved, g_docs[encoded.gold_offsets[hit] + j]):
+                return None  # two different ids of a question share a hash
+    k_eff = np.minimum(k_q, width)
+    in_k = first < k_eff
+    answerable = n_relevant > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: dict[str, np.ndarray] = {}
+        if "recall" in metrics or "precision" in metrics:
+            hits_k = np.count_nonzero(in_k, axis=0).astype(np.float64)
+            if "recall" in metrics:
+                out["recall"] = np.where(answerable, hits_k / np.maximum(n_relevant, 1), np.nan)
+            if "precision" in metrics:
+                out["precision"] = np.where(answerable, np.where(k_q > 0, hits_k / np.maximum(k_q, 1), 0.0), np.nan)
+        if "rr" in metrics or "rr@k" in metrics:
+            best = first.min(axis=0) if depth else np.full(n, width, dtype=np.intp)
+            if "rr" in metrics:
+                rr = np.where(best < width, 1.0 / (best + 1.0), 0.0)
+                out["rr"] = np.where(answerable, np.where(k_q > 0, rr, 0.0), np.nan)
+            if "rr@k" in metrics:
+                out["rr@k"] = np.where(answerable, np.where(best < k_eff, 1.0 / (best + 1.0), 0.0), np.nan)
+        if "ndcg" in metrics:
+            gains = _columns(
+                np.where(relevant_flat, _gains(g_grades, gain), 0.0), encoded.gold_offsets, depth, 0.0, np.float64
+            )
+            top = int(k_eff.max(initial=0))
+            # Scatter each hit's discounted gain to its rank (row ``top`` collects the rest), then
+            # add the ranks in order: the same sums, in the same order, as the flat kernel.
+            by_rank = np.zeros((top + 1, n))
+            flat = by_rank.reshape(-1)
+            columns = np.arange(n)
+            discount = np.log2(np.arange(width + 1) + 2.0)
+            for j in range(depth):
+                rank = np.where(in_k[j], first[j], top)
+                flat[rank * n + columns] = gains[j] / discount[first[j]]
+            dcg = np.zeros(n)
+            for r in range(top):
+                dcg += by_rank[r]
+            # Ideal order: the relevant gains, highest first, cut at k.
+            cut = min(depth, int(k_q.max(initial=0)))
+            if depth <= 12:
+                # bubble the largest remaining gain up to position j, for the first ``cut`` positions
+                rows = list(gains)
+                for j in range(cut):
+                    for i in range(depth - 1, j, -1):
+                        rows[i - 1], rows[i] = np.maximum(rows[i - 1], rows[i]), np.minimum(rows[i - 1], rows[i])
+                gains = rows
+            else:
+                gains = -np.sort(-gains, axis=0)
+            idcg = np.zeros(n)
+            discount = np.log2(np.arange(cut) + 2.0)
+            for j in range(cut):
+                idcg += np.where(j < k_q, gains[j] / discount[j], 0.0)
+            out["ndcg"] = np.where(answerable, np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0), np.nan)
+    out["n_relevant"] = n_relevant
+    out["k"] = k_q
+    return out
+
+
 def score_encoded(
     encoded: EncodedRetrieval,
     k: int | Sequence[int] | np.ndarray,
@@ -372,8 +629,10 @@ def score_encoded(
 ) -> dict[str, np.ndarray]:
     """Score integer-coded input; return one float array per metric (NaN where unanswerable).
 
-    The kernel works on flat arrays with ``numpy.bincount`` reductions: memory and time are
-    linear in the number of retrieved ids plus gold judgments, whatever the list lengths.
+    When the lists have similar lengths (the usual case), questions are laid out as columns of
+    small dense matrices and compared all at once; otherwise the kernel works on flat arrays with
+    ``numpy.bincount`` reductions, linear in the number of retrieved ids plus gold judgments
+    whatever the list lengths. Both give identical numbers.
     """
     _check_gain(gain)
     unknown = [m for m in metrics if m not in RETRIEVAL_METRICS]
@@ -381,6 +640,9 @@ def score_encoded(
         raise ValueError(f"unknown retrieval metric(s) {unknown}; choose from {RETRIEVAL_METRICS}")
     n = encoded.n_questions
     k_q = _resolve_k(k, n)
+    dense = _score_dense(encoded, k_q, metrics, gain)
+    if dense is not None:
+        return dense
 
     gq, gpos = _question_index(encoded.gold_offsets)
     g_docs = encoded.gold_docs
