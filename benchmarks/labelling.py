@@ -291,6 +291,9 @@ class Sample:
     server_ms: float | None
     client_ms: float
     status: int
+    cpu_ms: float | None = None
+    db_ms: float | None = None
+    queries: int | None = None
 
 
 @dataclass
@@ -313,6 +316,8 @@ class Tally:
 
 
 _TIMING = re.compile(r"app;dur=([0-9.]+)")
+_CPU = re.compile(r"cpu;dur=([0-9.]+)")
+_DB = re.compile(r'db;dur=([0-9.]+);desc="(\d+) queries"')
 _ITEM_ID = re.compile(r'name="item_id" value="(\d+)"')
 _CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
@@ -354,9 +359,13 @@ class Client:
         for raw in response.headers.get_all("Set-Cookie") or []:
             name, _, rest = raw.partition("=")
             self.cookies[name.strip()] = rest.split(";", 1)[0]
-        timing = _TIMING.search(response.headers.get("Server-Timing", ""))
+        header = response.headers.get("Server-Timing", "")
+        timing, cpu, db = _TIMING.search(header), _CPU.search(header), _DB.search(header)
         if endpoint is not None:
-            self.tally.samples.append(Sample(endpoint, float(timing.group(1)) if timing else None, elapsed, response.status))
+            self.tally.samples.append(Sample(
+                endpoint, float(timing.group(1)) if timing else None, elapsed, response.status,
+                float(cpu.group(1)) if cpu else None, float(db.group(1)) if db else None, int(db.group(2)) if db else None,
+            ))
         if response.status >= 500:
             self.tally.errors.append(f"{method} {path}: HTTP {response.status}")
         return response.status, dict(response.headers.items()), payload
@@ -499,8 +508,14 @@ def stats(samples: list[Sample], endpoint: str) -> dict[str, float]:
     chosen = [s for s in samples if s.endpoint == endpoint]
     server = [s.server_ms for s in chosen if s.server_ms is not None]
     client = [s.client_ms for s in chosen]
+    cpu = [s.cpu_ms for s in chosen if s.cpu_ms is not None]
+    db = [s.db_ms for s in chosen if s.db_ms is not None]
+    queries = [s.queries for s in chosen if s.queries is not None]
     return {
         "n": len(chosen),
+        "cpu_median": statistics.median(cpu) if cpu else float("nan"),
+        "db_median": statistics.median(db) if db else float("nan"),
+        "queries": statistics.median(queries) if queries else float("nan"),
         "server_median": statistics.median(server) if server else float("nan"),
         "server_p95": pct(server, 0.95),
         "client_median": statistics.median(client) if client else float("nan"),
@@ -607,10 +622,11 @@ def report(results: list[DbResult], args: argparse.Namespace, load: tuple[tuple[
         f"{os.cpu_count()} CPUs shared by server, database and clients; load average {load[0][0]:.1f} at start, {load[1][0]:.1f} at end")
     add("flat out = each annotator asks again the moment an answer arrives (a stress test); "
         f"{paced} = each annotator reads an item ~{args.think:g} s (0.5-1.5 s) before answering")
-    add("server = Server-Timing app;dur (inside Django, first middleware to last); trip = round trip measured by the client")
+    add("server = Server-Timing app;dur (inside Django, first middleware to last), of which cpu = the serving thread's CPU time "
+        "and sql = time in SQL queries (q of them, median); trip = round trip measured by the client")
     add("")
     header = (f"{'endpoint':<40} {'who':>4} {'pace':<11} {'db':<10} {'n':>5} {'server med':>10} {'server p95':>10} "
-              f"{'trip med':>9} {'trip p95':>9}  target p95 < {TARGET_P95_MS:.0f} ms")
+              f"{'cpu med':>8} {'sql med':>8} {'q':>3} {'trip med':>9} {'trip p95':>9}  target p95 < {TARGET_P95_MS:.0f} ms")
     add(header)
     add("-" * len(header))
     verdicts: dict[str, list[str]] = defaultdict(list)
@@ -639,7 +655,8 @@ def report(results: list[DbResult], args: argparse.Namespace, load: tuple[tuple[
                 else:
                     mark += " (figure)"
             add(f"{title:<40} {who:>4} {pace:<11} {names[r.kind]:<10} {s['n']:>5} {fmt_ms(s['server_median']):>10} "
-                f"{fmt_ms(s['server_p95']):>10} {fmt_ms(s['client_median']):>9} {fmt_ms(s['client_p95']):>9}  {mark}")
+                f"{fmt_ms(s['server_p95']):>10} {fmt_ms(s['cpu_median']):>8} {fmt_ms(s['db_median']):>8} {s['queries']:>3.0f} "
+                f"{fmt_ms(s['client_median']):>9} {fmt_ms(s['client_p95']):>9}  {mark}")
     add("")
     sub = f"{'throughput and correctness':<40} {'who':>4} {'pace':<11} {'db':<10} {'labels':>6} {'labels/s':>9} {'wall':>7}   every item {OVERLAP} labels from {OVERLAP} people"
     add(sub)
