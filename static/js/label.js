@@ -13,7 +13,12 @@
     const button = form.querySelector('button[value="' + value + '"]');
     if (!button) return;
     form.dataset.busy = "1";
-    form.requestSubmit(button);
+    // A form swapped in a moment ago is wired up by htmx only when the swap settles: do it now,
+    // or a quick key press right after the swap would post the form natively (a full page load).
+    if (window.htmx) window.htmx.process(form);
+    // click(), not requestSubmit(button): htmx 2 sends the value of the last *clicked* button,
+    // so with requestSubmit the answer would arrive without its value.
+    button.click();
   }
 
   document.addEventListener("keydown", function (event) {

@@ -53,6 +53,10 @@ class Served:
     assignment: Assignment
 
 
+def _duration(seconds: int) -> str:
+    return f"{seconds // 60} minutes" if seconds >= 120 else f"{seconds} seconds"
+
+
 def _require_member(campaign: Campaign, user: Any) -> None:
     if user.pk is not None and getattr(campaign, "_annotator_checked", None) == user.pk:
         return  # this instance came from campaign_for_labelling(user, ...) in this request
@@ -126,6 +130,10 @@ def next_item(*, campaign: Campaign, user: Any) -> Served | None:
                 if connection.features.has_select_for_update_skip_locked:
                     query = query.select_for_update(skip_locked=True, of=("self",))
                 item = query.first()
+                if item is None and connection.features.has_select_for_update_skip_locked:
+                    # Every open item may be locked for a moment by another annotator's claim or
+                    # submit: wait for the lock instead of telling this annotator they are done.
+                    item = _candidates(campaign, user, avoid_skipped=avoid_skipped).select_for_update(of=("self",)).first()
                 if item is None:
                     break
                 claimed = Item.objects.filter(pk=item.pk, slots_taken__lt=F("overlap")).update(slots_taken=F("slots_taken") + 1)
@@ -191,7 +199,7 @@ def submit_label(
                 Item.objects.filter(pk=item_id).update(label_count=F("label_count") + 1)
     if refused:
         raise LeaseExpired(
-            f"Your hold on this item ran out (after {campaign.lease_seconds // 60} minutes) and it went back to the "
+            f"Your hold on this item ran out (after {_duration(campaign.lease_seconds)}) and it went back to the "
             f"pool, so this label was not saved. Take the next item."
         )
     return label

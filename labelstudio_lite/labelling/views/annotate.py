@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -71,6 +72,8 @@ def answer(request: HttpRequest, name: str) -> HttpResponse:
     context = _item_context(request, campaign, notice=notice, error=error)
     if request.htmx:
         return render(request, "labelling/label.html#item", context)
+    if error:  # a plain form post (no JavaScript): keep the refusal across the redirect
+        messages.error(request, error)
     return redirect(reverse("labelling:label", args=[campaign.name]))
 
 
