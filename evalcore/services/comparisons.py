@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from evalcore.engine import DEFAULT_MARGIN, GateReport, gate_frame, overall_status
+from evalcore.engine import GateReport, gate_frame, overall_status
 
 from ..models import Comparison, GateDecisionRecord, Run
 from .problems import UserFacingError

@@ -16,17 +16,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from django.db import IntegrityError, transaction
 
 from evalcore.engine import ChunkMap
 
 from ..models import EvalSetVersion, JudgeConfig, Question, Row, Run, RunChunk
-from .fields import FieldError, as_bool, as_dict, as_id, as_int, as_list, as_number, as_str_list, as_text, is_blank, json_safe
+from .fields import (
+    FieldError,
+    as_bool,
+    as_dict,
+    as_id,
+    as_int,
+    as_list,
+    as_number,
+    as_str_list,
+    as_text,
+    is_blank,
+    json_safe,
+)
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import Record, count_records, detect_format, read_records, read_trec_run
-from .scoring import ABSTENTION, QuestionInfo, retrieval_metric_names, score_rows
+from .scoring import QuestionInfo, score_rows
 from .summaries import order_metrics, slice_name, summarize_scores
 
 Progress = Callable[[int, int | None, str], None]

@@ -16,10 +16,16 @@ from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner
 from ..forms import AdjudicationForm, AnnotatorsForm, CampaignForm, LabelImportForm
-from ..models import Campaign, Item, Label
+from ..models import Campaign, Label
 from ..selectors import annotator_agreement, blind_item, campaign_progress, disagreement_items, final_labels
 from ..services.adjudication import adjudicate
-from ..services.campaigns import CampaignError, campaign_create, campaign_remove_annotator, campaign_set_annotators, plan_campaign
+from ..services.campaigns import (
+    CampaignError,
+    campaign_create,
+    campaign_remove_annotator,
+    campaign_set_annotators,
+    plan_campaign,
+)
 from ..services.labels_io import export_labels
 
 
