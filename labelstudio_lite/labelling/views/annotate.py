@@ -36,7 +36,8 @@ def _item_context(request: HttpRequest, campaign: Campaign, notice: str = "", er
     item = blind_item(served.item) if served else None  # next_item loads the item's row and question
     return {
         "campaign": campaign, "item": item, "share": share, "notice": notice, "error": error,
-        "percent": min(100, int(100 * share.done / share.target)) if share.target else 100,
+        # when nothing is left for this annotator their share is done, whatever the arithmetic says
+        "percent": 100 if served is None or not share.target else min(100, int(100 * share.done / share.target)),
     }
 
 
