@@ -276,8 +276,8 @@ def _lengths(items: Sequence, name: str) -> np.ndarray:
         raise
 
 
-def _string_codes(ids: list, n_questions: int) -> np.ndarray | None:
-    """Return integer codes for a list of str ids, equal exactly when the ids are equal.
+def _string_codes(ids: Iterable, count: int, n_questions: int) -> np.ndarray | None:
+    """Return integer codes for ``count`` str ids, equal exactly when the ids are equal.
 
     Returns None unless every id is a str without a NUL character. The ids' UTF-8 bytes are read
     eight at a time and only the bits that vary between ids are kept: identifiers share prefixes,
@@ -285,22 +285,21 @@ def _string_codes(ids: list, n_questions: int) -> np.ndarray | None:
     code. Only when they do not is the packed key re-coded densely with ``pandas.factorize``.
     This avoids hashing millions of Python strings one by one.
     """
-    count = len(ids)
     if count == 0:
         return np.empty(0, dtype=np.int64)
     try:
-        joined = "\x00".join(ids)
+        joined = "\x00".join(ids if isinstance(ids, list) else list(ids))
     except TypeError:
         return None
-    encoded = joined.encode("utf-8", "surrogatepass")
-    if encoded.count(b"\x00") != count - 1:
-        return None  # an id holds a NUL character
+    encoded = joined.encode("ascii") if joined.isascii() else joined.encode("utf-8", "surrogatepass")
     data = np.frombuffer(encoded, dtype=np.uint8)
+    if data.size - np.count_nonzero(data) != count - 1:
+        return None  # an id holds a NUL character
+    padded = np.zeros(data.size + 8, dtype=np.uint8)
+    padded[: data.size] = data
     width = encoded.find(b"\x00") if count > 1 else len(encoded)
     if data.size == count * (width + 1) - 1 and not data[width :: width + 1].any():
-        # every id is ``width`` bytes long: the separators are exactly where expected
-        starts = np.arange(count, dtype=np.int64) * (width + 1)
-        lengths = None
+        lengths = None  # every id is ``width`` bytes long: the separators are exactly where expected
     else:
         separators = np.flatnonzero(data == 0)
         starts = np.empty(count, dtype=np.int64)
@@ -308,17 +307,18 @@ def _string_codes(ids: list, n_questions: int) -> np.ndarray | None:
         starts[1:] = separators + 1
         lengths = np.append(separators, data.size) - starts
         width = int(lengths.max())
-    padded = np.zeros(data.size + 8, dtype=np.uint8)
-    padded[: data.size] = data
-    # element i of ``window`` is the 8 bytes starting at byte i (unaligned and overlapping)
-    window = np.ndarray((data.size + 1,), dtype="<u8", buffer=padded, strides=(1,))
+        # element i of ``window`` is the 8 bytes starting at byte i (unaligned and overlapping)
+        window = np.ndarray((data.size + 1,), dtype="<u8", buffer=padded, strides=(1,))
     runs = []  # [word, lowest bit, number of bits]: the varying bits of each byte
     for j in range((width + 7) // 8):
-        word = window[np.minimum(starts + 8 * j, data.size)] if lengths is not None else window[starts + 8 * j]
-        if lengths is None:
+        if lengths is None:  # bytes 8j to 8j + 7 of every id: a strided view, no index needed
+            word = np.ndarray((count,), dtype="<u8", buffer=padded, offset=8 * j, strides=(width + 1,))
             if width - 8 * j < 8:  # clear the bytes past the end of the ids
-                word &= np.uint64((1 << (8 * (width - 8 * j))) - 1)
+                word = word & np.uint64((1 << (8 * (width - 8 * j))) - 1)
+            else:
+                word = word.copy()
         else:
+            word = window[np.minimum(starts + 8 * j, data.size)]
             remaining = lengths - 8 * j
             short = remaining < 8
             if short.any():
@@ -331,9 +331,10 @@ def _string_codes(ids: list, n_questions: int) -> np.ndarray | None:
                 low = (byte & -byte).bit_length() - 1
                 runs.append([word, 8 * b + low, byte.bit_length() - low])
     # The code must stay below 2**(62 - log2(questions)) so that the kernels' per-question keys
-    # cannot overflow; within that, merge neighbouring runs of a word (fewer passes over the ids).
-    budget = 62 - n_questions.bit_length()
+    # cannot overflow, and below 2**31 if it can (the kernels compare 32-bit codes without a
+    # hash); within that, merge neighbouring runs of a word (fewer passes over the ids).
     needed = sum(run[2] for run in runs)
+    budget = 31 if needed <= 31 else 62 - n_questions.bit_length()
     if needed <= budget:
         merged: list = []
         for run in runs:
@@ -357,9 +358,9 @@ def _string_codes(ids: list, n_questions: int) -> np.ndarray | None:
             value &= np.uint64((1 << size) - 1)
         key = (key << np.uint64(size)) | value if bits else value
         bits += size
-    if bits > budget:
+    if bits > 62 - n_questions.bit_length():
         return pd.factorize(key)[0].astype(np.int64)
-    return key.astype(np.int64)
+    return key.view(np.int64)  # below 2**62
 
 
 def encode_retrieval(ranked: Sequence[Sequence], gold: Sequence[Gold]) -> EncodedRetrieval:
@@ -371,22 +372,24 @@ def encode_retrieval(ranked: Sequence[Sequence], gold: Sequence[Gold]) -> Encode
     n = len(ranked)
     if len(gold) != n:
         raise ValueError(f"ranked and gold must have one entry per question, got {n} and {len(gold)}")
-    if not set(map(type, ranked)) <= {list}:  # lists pass: skip the per-question check
+    try:  # lists (the usual input) pass the check below: their lengths, in one pass in C
+        r_len = np.fromiter(map(list.__len__, ranked), dtype=np.int64, count=n)
+    except TypeError:
         for i, items in enumerate(ranked):
             if isinstance(items, (str, bytes, set, frozenset, Mapping)):
                 check_ranked(items, f"ranked[{i}]")
-    r_len = _lengths(ranked, "ranked")
-    r_ids = list(chain.from_iterable(ranked))
+        r_len = _lengths(ranked, "ranked")
 
     g_docs: list = []
     g_grades: list = []
     g_len = np.empty(n, dtype=np.int64)
-    if set(map(type, gold)) <= {dict}:  # the usual input, in C: same result as the loop below
-        g_len = _lengths(gold, "gold")
-        g_docs = list(chain.from_iterable(gold))
+    try:  # dicts (the usual input), in C: same result as the loop below (gold ids listed when needed)
+        g_len = np.fromiter(map(dict.__len__, gold), dtype=np.int64, count=n)
         g_grades = list(chain.from_iterable(map(dict.values, gold)))
+        dicts = True
         gold_left: Sequence = ()
-    else:
+    except TypeError:
+        dicts = False
         gold_left = gold
     for i, g in enumerate(gold_left):
         before = len(g_docs)
@@ -414,15 +417,19 @@ def encode_retrieval(ranked: Sequence[Sequence], gold: Sequence[Gold]) -> Encode
     if grades.size and not np.all(np.isfinite(grades)):
         bad = int(np.flatnonzero(~np.isfinite(grades))[0])
         q = int(np.searchsorted(np.cumsum(g_len), bad, side="right"))
+        g_docs = list(chain.from_iterable(map(dict.keys, gold))) if dicts else g_docs
         raise ValueError(f"gold[{q}]: grade of {g_docs[bad]!r} must be finite, got {grades[bad]}")
 
-    n_ranked = len(r_ids)
-    r_ids.extend(g_docs)  # every id, ranked then gold: one code space
-    codes = _string_codes(r_ids, n)
+    n_ranked = int(r_len.sum())
+    # every id, ranked then gold, in one code space
+    all_gold = chain.from_iterable(map(dict.keys, gold)) if dicts else g_docs
+    codes = _string_codes(chain(chain.from_iterable(ranked), all_gold), n_ranked + int(g_len.sum()), n)
     if codes is None:
-        all_ids = np.empty(len(r_ids), dtype=object)
-        all_ids[:n_ranked] = r_ids[:n_ranked]
-        all_ids[n_ranked:] = g_docs
+        r_ids = list(chain.from_iterable(ranked))
+        g_docs = list(chain.from_iterable(map(dict.keys, gold))) if dicts else g_docs
+        all_ids = np.empty(len(r_ids) + len(g_docs), dtype=object)
+        all_ids[: len(r_ids)] = r_ids
+        all_ids[len(r_ids) :] = g_docs
         # use_na_sentinel=False: a None id gets its own code; the default -1 would alias the previous
         # question's highest-coded document in the keys ``question * width + doc`` below.
         codes, _ = pd.factorize(all_ids, use_na_sentinel=False)
@@ -487,10 +494,30 @@ def _columns(values: np.ndarray, offsets: np.ndarray, width: int, fill: Any, dty
     return out
 
 
+def _sort_rows(matrix: np.ndarray, *, descending: bool = False, first: int | None = None) -> np.ndarray:
+    """Sort each column of a short ``(rows, n)`` matrix; only the ``first`` rows need be in place.
+
+    A few rows sort faster by compare-exchanges across whole rows than column by column.
+    """
+    rows = len(matrix)
+    first = rows if first is None else first
+    if rows > 12:
+        ordered = np.sort(matrix, axis=0)
+        return ordered[::-1] if descending else ordered
+    out = list(matrix)
+    low, high = (np.maximum, np.minimum) if descending else (np.minimum, np.maximum)
+    for j in range(min(first, rows - 1)):  # bubble the j-th smallest (largest) up to row j
+        for i in range(rows - 1, j, -1):
+            out[i - 1], out[i] = low(out[i - 1], out[i]), high(out[i - 1], out[i])
+    return np.array(out) if out else matrix
+
+
 def _hash31(codes: np.ndarray) -> np.ndarray:
     """Return codes mixed (Fibonacci hashing) down to 31 bits, as int32; equal codes stay equal."""
-    mixed = codes.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    return (mixed >> np.uint64(33)).astype(np.int32)
+    unsigned = codes.view(np.uint64) if codes.dtype == np.int64 else codes.astype(np.uint64)
+    mixed = unsigned * np.uint64(0x9E3779B97F4A7C15)
+    np.right_shift(mixed, np.uint64(33), out=mixed)
+    return mixed.astype(np.int32)
 
 
 def _gains(grades: np.ndarray, gain: str) -> np.ndarray:
@@ -529,12 +556,19 @@ def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[s
     # Compare 32-bit codes (half the memory traffic). Wider codes are hashed to 31 bits and every
     # match is checked against the full codes below; a collision sends the batch to the flat kernel.
     hashed = high - low >= 2**31 - 2
-    r_small = _hash31(r_docs) if hashed else (r_docs - (low - 2)).astype(np.int32)
-    g_small = _hash31(g_docs) if hashed else (g_docs - (low - 2)).astype(np.int32)
+    if hashed:
+        r_small, g_small = _hash31(r_docs), _hash31(g_docs)
+    elif low >= 0 and high < 2**31:
+        r_small, g_small = r_docs.astype(np.int32), g_docs.astype(np.int32)
+    else:
+        r_small, g_small = (r_docs - (low - 2)).astype(np.int32), (g_docs - (low - 2)).astype(np.int32)
     r_fill, g_fill = -1, -2
     ranked = _columns(r_small, encoded.ranked_offsets, width, r_fill, np.int32)
     relevant_flat = g_grades > 0
-    gold = _columns(np.where(relevant_flat, g_small, g_fill), encoded.gold_offsets, depth, g_fill, np.int32)
+    # where each question's j-th gold judgment sits in the flat arrays (one past the end: none)
+    position = np.arange(depth)[:, None]
+    g_index = np.where(position < g_len, encoded.gold_offsets[:-1] + position, g_docs.size)
+    gold = np.append(np.where(relevant_flat, g_small, g_fill), np.int32(g_fill))[g_index]
     relevant = gold != g_fill
     n_relevant = np.count_nonzero(relevant, axis=0)
     if depth > 1:
@@ -559,11 +593,10 @@ def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[s
             np.max(product, axis=0, out=score[j])
     first = width - score.astype(np.intp)
     if hashed:
-        for j in range(depth):
-            hit = np.flatnonzero(first[j] < width)
-            retrieved = r_docs[encoded.ranked_offsets[hit] + first[j, hit]]
-            if not np.array_equal(retrieved, g_docs[encoded.gold_offsets[hit] + j]):
-                return None  # two different ids of a question share a hash
+        judgment, question = np.nonzero(first < width)
+        retrieved = r_docs[encoded.ranked_offsets[question] + first[judgment, question]]
+        if not np.array_equal(retrieved, g_docs[encoded.gold_offsets[question] + judgment]):
+            return None  # two different ids of a question share a hash
     k_eff = np.minimum(k_q, width)
     in_k = first < k_eff
     answerable = n_relevant > 0
@@ -583,33 +616,32 @@ def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[s
             if "rr@k" in metrics:
                 out["rr@k"] = np.where(answerable, np.where(best < k_eff, 1.0 / (best + 1.0), 0.0), np.nan)
         if "ndcg" in metrics:
-            gains = _columns(
-                np.where(relevant_flat, _gains(g_grades, gain), 0.0), encoded.gold_offsets, depth, 0.0, np.float64
-            )
-            top = int(k_eff.max(initial=0))
-            # Scatter each hit's discounted gain to its rank (row ``top`` collects the rest), then
-            # add the ranks in order: the same sums, in the same order, as the flat kernel.
-            by_rank = np.zeros((top + 1, n))
-            flat = by_rank.reshape(-1)
-            columns = np.arange(n)
+            gains = np.append(np.where(relevant_flat, _gains(g_grades, gain), 0.0), 0.0)[g_index]
+            # Add each question's discounted gains in rank order, as the flat kernel does: sort
+            # the keys rank * depth + j (judgments not in the top k last), then add in that order.
+            # With at most two hits any order gives that sum (the other terms are zeros), so only
+            # questions with more are sorted, by the keys rank * 2**shift + j (the rest last).
             discount = np.log2(np.arange(width + 1) + 2.0)
-            for j in range(depth):
-                rank = np.where(in_k[j], first[j], top)
-                flat[rank * n + columns] = gains[j] / discount[first[j]]
+            contribution = np.where(in_k, gains / discount[first], 0.0)
             dcg = np.zeros(n)
-            for r in range(top):
-                dcg += by_rank[r]
+            for j in range(depth):
+                dcg += contribution[j]
+            many = np.flatnonzero(hits_k > 2) if "recall" in metrics or "precision" in metrics else None
+            if many is None:
+                many = np.flatnonzero(np.count_nonzero(in_k, axis=0) > 2)
+            if many.size:
+                shift = max(1, (depth - 1).bit_length())
+                judgment = np.arange(depth)[:, None]
+                keys = (np.where(in_k[:, many], first[:, many], width + 1) << shift) | judgment
+                keys = _sort_rows(keys) & ((1 << shift) - 1)
+                in_rank_order = contribution[:, many][keys, np.arange(many.size)]
+                redone = np.zeros(many.size)
+                for j in range(depth):
+                    redone += in_rank_order[j]
+                dcg[many] = redone
             # Ideal order: the relevant gains, highest first, cut at k.
             cut = min(depth, int(k_q.max(initial=0)))
-            if depth <= 12:
-                # bubble the largest remaining gain up to position j, for the first ``cut`` positions
-                rows = list(gains)
-                for j in range(cut):
-                    for i in range(depth - 1, j, -1):
-                        rows[i - 1], rows[i] = np.maximum(rows[i - 1], rows[i]), np.minimum(rows[i - 1], rows[i])
-                gains = rows
-            else:
-                gains = -np.sort(-gains, axis=0)
+            gains = _sort_rows(gains, descending=True, first=cut)
             idcg = np.zeros(n)
             discount = np.log2(np.arange(cut) + 2.0)
             for j in range(cut):

@@ -113,7 +113,7 @@ def test_string_codes_are_equal_exactly_when_the_ids_are(seed):
             pool = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, rng.choice([3, 12, 30])))) for _ in range(rng.randint(1, 20))]
         ids = [rng.choice(pool) for _ in range(rng.randint(1, 60))]
         questions = rng.choice([1, 1000, 2**40])
-        codes = retrieval_module._string_codes(ids, questions)
+        codes = retrieval_module._string_codes(ids, len(ids), questions)
         assert _same_partition(codes, ids), ids
         assert codes.dtype == np.int64 and codes.min() >= 0 and int(codes.max()) * questions < 2**62
 
@@ -122,16 +122,16 @@ def test_string_codes_of_long_random_ids_still_fit_the_kernels():
     rng = random.Random(9)
     ids = [f"{rng.getrandbits(256):064x}" for _ in range(3000)]
     ids += ids[:500]
-    codes = retrieval_module._string_codes(ids, 10)
+    codes = retrieval_module._string_codes(ids, len(ids), 10)
     assert _same_partition(codes, ids)
     assert int(codes.max()) * 10 < 2**62  # 256 varying bits, re-coded along the way
 
 
 def test_string_codes_decline_non_strings_and_nul_characters():
-    assert retrieval_module._string_codes([1, 2], 1) is None
-    assert retrieval_module._string_codes(["a", 1], 1) is None
-    assert retrieval_module._string_codes(["a\x00b", "c"], 1) is None
-    assert retrieval_module._string_codes([], 1).tolist() == []
+    assert retrieval_module._string_codes([1, 2], 2, 1) is None
+    assert retrieval_module._string_codes(["a", 1], 2, 1) is None
+    assert retrieval_module._string_codes(["a\x00b", "c"], 2, 1) is None
+    assert retrieval_module._string_codes([], 0, 1).tolist() == []
     # and encode_retrieval then codes them with pandas, as before
     encoded = encode_retrieval([[1, 2, "a\x00b"], [2]], [{2: 1}, {"a\x00b"}])
     assert encoded.ranked_docs[1] == encoded.ranked_docs[3] == encoded.gold_docs[0]
