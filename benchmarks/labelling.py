@@ -1,6 +1,7 @@
 """Labelling endpoints under load: next item and submit, driven over real HTTP.
 
-    python -m benchmarks labelling [--db postgres|sqlite|both] [--annotators 20] [--items 1000] [--quick]
+    python -m benchmarks labelling [--db postgres|sqlite|both] [--annotators 20] [--items 1000] [--think 1]
+                                   [--quick] [--workers 4] [--threads 4] [--conn-max-age 60] [--keep]
 
 For each database it prepares a fresh one (PostgreSQL: a throwaway ``lsl_bench_<pid>`` database,
 dropped at the end; SQLite: a temporary file), migrates it and, in a subprocess with the real
@@ -9,16 +10,24 @@ claim campaigns (overlap 2) with the annotators assigned. It then starts gunicor
 processes and threads, ``DEBUG=0``) on a free localhost port and drives it:
 
 * one annotator alone (the latency one person sees), through the API and the labelling page;
-* N annotators at once through the API: ``POST /api/label/<c>/next/`` then
-  ``POST /api/label/<c>/labels/``, until the campaign is done;
+* N annotators at once through the API, flat out (each asks again the moment an answer arrives:
+  a stress test): ``POST /api/label/<c>/next/`` then ``POST /api/label/<c>/labels/``, until the
+  campaign is done;
+* the same at a reading pace: each annotator spends ``--think`` seconds on average (0.5x to 1.5x)
+  on an item before answering (a person at the page's 1,000 items an hour takes 3.6 s);
 * N annotators at once through the labelling page as a browser does it: log in, ``GET
   /label/<c>/``, then ``POST /label/<c>/answer/`` with ``HX-Request`` (which saves the label and
-  returns the next item as a partial), until the campaign is done.
+  returns the next item as a partial), flat out until the campaign is done.
 
-Server time is read from the ``Server-Timing: app;dur=`` header every response carries
-(``labelstudio_lite.middleware.ServerTimingMiddleware``); the client's round trip is recorded
-too. Afterwards the database is checked: every item has exactly ``overlap`` labels from that many
-different annotators, no lease is left open, the counters agree with the labels.
+Each campaign is a fresh one of ``--items`` items (at most the demo run's 1,270 claims with a judge verdict).
+Server time is read from the ``Server-Timing`` header every response carries
+(``labelstudio_lite.middleware.ServerTimingMiddleware``): ``app`` (the whole request inside
+Django), and within it ``cpu`` (the serving thread's CPU time) and ``db`` (SQL time and query
+count); the client's round trip is recorded too. On a busy machine ``app`` grows while ``cpu``
+does not: the difference is waiting for a CPU, the database or a lock. Afterwards the database is
+checked: every item has exactly ``overlap`` labels from that many different annotators, no lease
+is left open, the counters agree with the labels; and the clients checked that no item was handed
+to more annotators than its overlap.
 
 Label Studio's figures (measured on this kind of machine with 10 annotators on its default
 SQLite, see issue 4) are printed beside ours as the anchor. The target: next item and submit each
