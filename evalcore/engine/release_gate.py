@@ -23,6 +23,8 @@ from .bootstrap import BootstrapMethod, BootstrapResult, paired_bootstrap
 GateStatus = Literal["pass", "review", "block"]
 STATUSES: tuple[str, ...] = ("pass", "review", "block")
 DEFAULT_MARGIN = 0.02
+#: Columns of a scored frame (see ``score_retrieval``) that describe a question rather than score it.
+BOOKKEEPING_COLUMNS = frozenset({"k", "n_relevant", "answerable", "declined"})
 ALL = "all"
 
 
@@ -216,7 +218,8 @@ def gate_frame(
         paired on the index; only questions in both are used, and for each metric only the
         questions scored (not NaN) in both.
     metrics : sequence of str, optional
-        Columns to gate; by default every numeric column in both frames, except ``slice_by``.
+        Columns to gate; by default every numeric column in both frames, except ``slice_by`` and the
+        bookkeeping columns of a scored frame (``k``, ``n_relevant``, ``answerable``, ``declined``).
     slice_by : str, optional
         Column holding each question's slice (its type); taken from ``base``, or from ``cand``
         for questions missing there. Decisions are made overall (slice ``"all"``) and per slice.
@@ -253,7 +256,11 @@ def gate_frame(
         metrics = [
             col
             for col in b.columns
-            if col != slice_by and col in c.columns and pd.api.types.is_numeric_dtype(b[col]) and not pd.api.types.is_bool_dtype(b[col])
+            if col != slice_by
+            and col not in BOOKKEEPING_COLUMNS
+            and col in c.columns
+            and pd.api.types.is_numeric_dtype(b[col])
+            and not pd.api.types.is_bool_dtype(b[col])
         ]
     else:
         missing = [m for m in metrics if m not in b.columns or m not in c.columns]

@@ -366,3 +366,15 @@ def test_gate_frame_rejects_min_pairs_of_zero():
     base, cand = make_frames()
     with pytest.raises(ValueError, match="min_pairs must be a positive integer"):
         gate_frame(base, cand, min_pairs=0)
+
+
+def test_gate_frame_leaves_a_scored_frames_bookkeeping_columns_out_by_default():
+    from evalcore.engine import score_retrieval
+
+    ranked = [["d1", "d2", "d3"], ["d4", "d1", "d2"]] * 10
+    gold = [{"d1": 1}, {"d2": 2}] * 10
+    base = score_retrieval(ranked, gold, 3, question_ids=[f"q{i}" for i in range(20)])
+    cand = score_retrieval(list(reversed(ranked)), gold, 3, question_ids=[f"q{i}" for i in range(20)])
+    report = gate_frame(base, cand, iterations=200)
+    gated = {d.metric for d in report.decisions}
+    assert gated == {"recall@3", "precision@3", "rr", "ndcg@3"}
