@@ -190,7 +190,7 @@ def _resample_jobs(diffs: np.ndarray, *, iterations: int, seed: int, out: np.nda
         idx = np.random.default_rng(child).integers(0, n, size=(stop - start, n), dtype=index_type)
         for first in range(0, stop - start, block):
             last = min(stop - start, first + block)
-            out[start + first : start + last] = np.take(diffs, idx[first:last]).sum(axis=1) / n
+            out[start + first : start + last] = np.take(diffs, idx[first:last], mode="clip").sum(axis=1) / n
 
     return [(float((stop - start) * n), _bind(run, start, stop, child)) for start, stop, child in _chunks(iterations, rows, seed)]
 
@@ -218,7 +218,7 @@ def _mixed_jobs(
             if ends[-1] == 0:
                 continue
             picked = np.empty(int(ends[-1]) + 1)  # one spare zero: reduceat needs every start in range
-            np.take(tail, rng.integers(0, tail.size, size=int(ends[-1]), dtype=index_type), out=picked[:-1])
+            np.take(tail, rng.integers(0, tail.size, size=int(ends[-1]), dtype=index_type), out=picked[:-1], mode="clip")
             picked[-1] = 0.0
             sums = np.add.reduceat(picked, ends - counts)
             sums[counts == 0] = 0.0
