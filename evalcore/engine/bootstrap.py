@@ -213,15 +213,15 @@ def _mixed_jobs(
         in_tail = drawn[:, -1]
         tail_sums = np.zeros(stop - start)
         for first in range(0, stop - start, block):
-            counts = in_tail[first : first + block]
-            ends = np.cumsum(counts)
+            pooled = in_tail[first : first + block]
+            ends = np.cumsum(pooled)
             if ends[-1] == 0:
                 continue
             picked = np.empty(int(ends[-1]) + 1)  # one spare zero: reduceat needs every start in range
             np.take(tail, rng.integers(0, tail.size, size=int(ends[-1]), dtype=index_type), out=picked[:-1], mode="clip")
             picked[-1] = 0.0
-            sums = np.add.reduceat(picked, ends - counts)
-            sums[counts == 0] = 0.0
+            sums = np.add.reduceat(picked, ends - pooled)
+            sums[pooled == 0] = 0.0
             tail_sums[first : first + block] = sums
         out[start:stop] = (drawn[:, :-1] @ heavy_values + tail_sums) / n
 

@@ -487,7 +487,7 @@ def _columns(values: np.ndarray, offsets: np.ndarray, width: int, fill: Any, dty
         extended[:-1] = values
         extended[-1] = fill
         for j in range(width):
-            np.take(extended, np.where(lengths > j, offsets[:-1] + j, values.size), out=out[j])
+            np.take(extended, np.where(lengths > j, offsets[:-1] + j, values.size), out=out[j], mode="clip")
     else:
         out.fill(fill)
         out.T[np.arange(width) < lengths[:, None]] = values
@@ -577,6 +577,8 @@ def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[s
             for other in range(j + 1, depth):
                 same |= (gold[j] == gold[other]) & (gold[j] != g_fill)
         if same.any():
+            if hashed:
+                return None  # the same hash is not always the same document: let the flat kernel check
             raise ValueError(f"gold of question {int(np.flatnonzero(same)[0])} lists the same document twice")
 
     # first[j, i]: 0-based rank at which question i first retrieved its j-th relevant judgment,
@@ -617,10 +619,9 @@ def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[s
                 out["rr@k"] = np.where(answerable, np.where(best < k_eff, 1.0 / (best + 1.0), 0.0), np.nan)
         if "ndcg" in metrics:
             gains = np.append(np.where(relevant_flat, _gains(g_grades, gain), 0.0), 0.0)[g_index]
-            # Add each question's discounted gains in rank order, as the flat kernel does: sort
-            # the keys rank * depth + j (judgments not in the top k last), then add in that order.
-            # With at most two hits any order gives that sum (the other terms are zeros), so only
-            # questions with more are sorted, by the keys rank * 2**shift + j (the rest last).
+            # The flat kernel adds each question's discounted gains in rank order. With at most two
+            # hits any order gives that sum (the other terms are zeros), so only questions with more
+            # are sorted, by the keys rank * 2**shift + j (judgments not in the top k last).
             discount = np.log2(np.arange(width + 1) + 2.0)
             contribution = np.where(in_k, gains / discount[first], 0.0)
             dcg = np.zeros(n)

@@ -210,3 +210,13 @@ def test_gate_frame_on_one_pool_equals_gate_one_by_one():
             iterations=2000, seed=5, slice=decision.slice, threads=1,
         )
         assert decision == direct
+
+
+def test_wide_codes_sharing_a_hash_are_not_taken_for_a_duplicate_gold_document():
+    codes = np.random.default_rng(1).integers(0, 2**50, 200_000)
+    hashes = retrieval_module._hash31(codes)
+    _, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
+    a, b = codes[inverse == np.flatnonzero(counts > 1)[0]][:2]
+    encoded = EncodedRetrieval(np.array([b, 7]), np.array([0, 2]), np.array([a, b]), np.array([1.0, 2.0]), np.array([0, 2]))
+    out = score_encoded(encoded, 2)
+    assert out["recall"].tolist() == [0.5] and out["rr"].tolist() == [1.0]
