@@ -69,7 +69,7 @@ def release_expired(campaign: Campaign) -> int:
     now = timezone.now()
     expired = list(
         Assignment.objects.filter(item__campaign=campaign, status=Assignment.Status.ACTIVE, expires_at__lt=now)
-        .values_list("pk", "item_id")[:500]
+        .order_by("pk").values_list("pk", "item_id")[:500]  # one lock order: no deadlock between releasers
     )
     released = 0
     for pk, item_id in expired:
