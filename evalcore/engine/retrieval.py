@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
 from typing import Any, Literal
 
 import numpy as np
@@ -276,6 +276,36 @@ def _lengths(items: Sequence, name: str) -> np.ndarray:
         raise
 
 
+#: Ids joined and encoded per batch: small temporaries are recycled by the allocator, whereas
+#: one string of every id would map fresh memory each call (a page fault per 4 KB).
+_JOIN_BATCH = 1 << 16
+
+
+def _joined_bytes(ids: Iterable, count: int) -> np.ndarray | None:
+    """Return the UTF-8 bytes of the ``count`` ids, NUL-separated, then 8 zero bytes; None unless all are str."""
+    stream = iter(ids)
+    out = np.empty(0, dtype=np.uint8)
+    used = 0
+    for start in range(0, count, _JOIN_BATCH):
+        try:
+            text = "\x00".join(list(islice(stream, _JOIN_BATCH)))
+        except TypeError:
+            return None
+        raw = text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
+        need = used + len(raw) + 9
+        if need > out.size:  # first batch: guess the whole from it; later, grow by half
+            guess = (len(raw) + 1) * count // min(count, start + _JOIN_BATCH) + 4096 if start == 0 else out.size * 3 // 2
+            grown = np.empty(max(need, guess), dtype=np.uint8)
+            grown[:used] = out[:used]
+            out = grown
+        out[used : used + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        used += len(raw)
+        out[used] = 0
+        used += 1
+    out[used - 1 : used + 7] = 0  # the last separator and seven more zeros
+    return out[: used + 7]
+
+
 def _string_codes(ids: Iterable, count: int, n_questions: int) -> np.ndarray | None:
     """Return integer codes for ``count`` str ids, equal exactly when the ids are equal.
 
@@ -287,28 +317,25 @@ def _string_codes(ids: Iterable, count: int, n_questions: int) -> np.ndarray | N
     """
     if count == 0:
         return np.empty(0, dtype=np.int64)
-    try:
-        joined = "\x00".join(ids if isinstance(ids, list) else list(ids))
-    except TypeError:
+    data = _joined_bytes(ids, count)
+    if data is None:
         return None
-    encoded = joined.encode("ascii") if joined.isascii() else joined.encode("utf-8", "surrogatepass")
-    data = np.frombuffer(encoded, dtype=np.uint8)
-    if data.size - np.count_nonzero(data) != count - 1:
+    size = data.size - 8  # the ids, NUL-separated, then eight spare zero bytes for 8-byte reads
+    if size - np.count_nonzero(data) != count - 1:
         return None  # an id holds a NUL character
-    padded = np.zeros(data.size + 8, dtype=np.uint8)
-    padded[: data.size] = data
-    width = encoded.find(b"\x00") if count > 1 else len(encoded)
-    if data.size == count * (width + 1) - 1 and not data[width :: width + 1].any():
+    width = int(np.argmin(data[: min(size, 1 << 16) + 1])) if count > 1 else size  # the first id's length
+    if size == count * (width + 1) - 1 and not data[width:size:width + 1].any():
         lengths = None  # every id is ``width`` bytes long: the separators are exactly where expected
     else:
-        separators = np.flatnonzero(data == 0)
+        separators = np.flatnonzero(data[:size] == 0)
         starts = np.empty(count, dtype=np.int64)
         starts[0] = 0
         starts[1:] = separators + 1
-        lengths = np.append(separators, data.size) - starts
+        lengths = np.append(separators, size) - starts
         width = int(lengths.max())
         # element i of ``window`` is the 8 bytes starting at byte i (unaligned and overlapping)
-        window = np.ndarray((data.size + 1,), dtype="<u8", buffer=padded, strides=(1,))
+        window = np.ndarray((size + 1,), dtype="<u8", buffer=data, strides=(1,))
+    padded = data
     runs = []  # [word, lowest bit, number of bits]: the varying bits of each byte
     for j in range((width + 7) // 8):
         if lengths is None:  # bytes 8j to 8j + 7 of every id: a strided view, no index needed
@@ -318,7 +345,7 @@ def _string_codes(ids: Iterable, count: int, n_questions: int) -> np.ndarray | N
             else:
                 word = word.copy()
         else:
-            word = window[np.minimum(starts + 8 * j, data.size)]
+            word = window[np.minimum(starts + 8 * j, size)]
             remaining = lengths - 8 * j
             short = remaining < 8
             if short.any():
@@ -331,10 +358,9 @@ def _string_codes(ids: Iterable, count: int, n_questions: int) -> np.ndarray | N
                 low = (byte & -byte).bit_length() - 1
                 runs.append([word, 8 * b + low, byte.bit_length() - low])
     # The code must stay below 2**(62 - log2(questions)) so that the kernels' per-question keys
-    # cannot overflow, and below 2**31 if it can (the kernels compare 32-bit codes without a
-    # hash); within that, merge neighbouring runs of a word (fewer passes over the ids).
+    # cannot overflow; within that, merge neighbouring runs of a word (fewer passes over the ids).
     needed = sum(run[2] for run in runs)
-    budget = 31 if needed <= 31 else 62 - n_questions.bit_length()
+    budget = 62 - n_questions.bit_length()
     if needed <= budget:
         merged: list = []
         for run in runs:
@@ -346,17 +372,24 @@ def _string_codes(ids: Iterable, count: int, n_questions: int) -> np.ndarray | N
                     continue
             merged.append(run)
         runs = merged
-    key = np.zeros(count, dtype=np.uint64)
+    if not runs:  # every id is the same
+        return np.zeros(count, dtype=np.int64)
+    key = np.empty(count, dtype=np.uint64)  # built in place: fresh arrays cost page faults
+    value = np.empty(count, dtype=np.uint64)
     bits = 0
     for word, low, size in runs:
         if bits + size > 64:
             codes, uniques = pd.factorize(key)
-            key = codes.astype(np.uint64)
+            key[:] = codes
             bits = max(1, (len(uniques) - 1).bit_length())
-        value = word >> np.uint64(low)  # a new array: ``word`` is shared by the runs of a word
+        np.right_shift(word, np.uint64(low), out=value)  # ``word`` is shared by the runs of a word
         if low + size < 64:
-            value &= np.uint64((1 << size) - 1)
-        key = (key << np.uint64(size)) | value if bits else value
+            np.bitwise_and(value, np.uint64((1 << size) - 1), out=value)
+        if bits:
+            np.left_shift(key, np.uint64(size), out=key)
+            np.bitwise_or(key, value, out=key)
+        else:
+            key[:] = value
         bits += size
     if bits > 62 - n_questions.bit_length():
         return pd.factorize(key)[0].astype(np.int64)
@@ -512,14 +545,6 @@ def _sort_rows(matrix: np.ndarray, *, descending: bool = False, first: int | Non
     return np.array(out) if out else matrix
 
 
-def _hash31(codes: np.ndarray) -> np.ndarray:
-    """Return codes mixed (Fibonacci hashing) down to 31 bits, as int32; equal codes stay equal."""
-    unsigned = codes.view(np.uint64) if codes.dtype == np.int64 else codes.astype(np.uint64)
-    mixed = unsigned * np.uint64(0x9E3779B97F4A7C15)
-    np.right_shift(mixed, np.uint64(33), out=mixed)
-    return mixed.astype(np.int32)
-
-
 def _gains(grades: np.ndarray, gain: str) -> np.ndarray:
     """Return ``_gain_values(grades, gain)``, from a table when the grades are small whole numbers."""
     if gain == "exponential" and grades.size:
@@ -553,22 +578,22 @@ def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[s
         return None
     low = int(min(r_docs.min(initial=0), g_docs.min(initial=0)))
     high = int(max(r_docs.max(initial=0), g_docs.max(initial=0)))
-    # Compare 32-bit codes (half the memory traffic). Wider codes are hashed to 31 bits and every
-    # match is checked against the full codes below; a collision sends the batch to the flat kernel.
-    hashed = high - low >= 2**31 - 2
-    if hashed:
-        r_small, g_small = _hash31(r_docs), _hash31(g_docs)
-    elif low >= 0 and high < 2**31:
+    # Compare 32-bit codes when they fit (half the memory traffic), else 64-bit ones.
+    if low >= 0 and high < 2**31:
         r_small, g_small = r_docs.astype(np.int32), g_docs.astype(np.int32)
-    else:
+    elif high - low < 2**31 - 2:
         r_small, g_small = (r_docs - (low - 2)).astype(np.int32), (g_docs - (low - 2)).astype(np.int32)
-    r_fill, g_fill = -1, -2
-    ranked = _columns(r_small, encoded.ranked_offsets, width, r_fill, np.int32)
+    elif low > -(2**63) + 2:
+        r_small, g_small = r_docs.astype(np.int64), g_docs.astype(np.int64)
+    else:
+        return None
+    r_fill, g_fill = (-1, -2) if r_small.dtype == np.int32 else (min(low, 0) - 1, min(low, 0) - 2)
+    ranked = _columns(r_small, encoded.ranked_offsets, width, r_fill, r_small.dtype)
     relevant_flat = g_grades > 0
     # where each question's j-th gold judgment sits in the flat arrays (one past the end: none)
     position = np.arange(depth)[:, None]
     g_index = np.where(position < g_len, encoded.gold_offsets[:-1] + position, g_docs.size)
-    gold = np.append(np.where(relevant_flat, g_small, g_fill), np.int32(g_fill))[g_index]
+    gold = np.append(np.where(relevant_flat, g_small, g_fill), r_small.dtype.type(g_fill))[g_index]
     relevant = gold != g_fill
     n_relevant = np.count_nonzero(relevant, axis=0)
     if depth > 1:
@@ -577,8 +602,6 @@ def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[s
             for other in range(j + 1, depth):
                 same |= (gold[j] == gold[other]) & (gold[j] != g_fill)
         if same.any():
-            if hashed:
-                return None  # the same hash is not always the same document: let the flat kernel check
             raise ValueError(f"gold of question {int(np.flatnonzero(same)[0])} lists the same document twice")
 
     # first[j, i]: 0-based rank at which question i first retrieved its j-th relevant judgment,
@@ -594,11 +617,6 @@ def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[s
             np.multiply(equal.view(np.int8), weights, out=product)
             np.max(product, axis=0, out=score[j])
     first = width - score.astype(np.intp)
-    if hashed:
-        judgment, question = np.nonzero(first < width)
-        retrieved = r_docs[encoded.ranked_offsets[question] + first[judgment, question]]
-        if not np.array_equal(retrieved, g_docs[encoded.gold_offsets[question] + judgment]):
-            return None  # two different ids of a question share a hash
     k_eff = np.minimum(k_q, width)
     in_k = first < k_eff
     answerable = n_relevant > 0

@@ -1,7 +1,7 @@
 """The engine's fast paths give the same answers as its plain ones.
 
-* retrieval: the dense kernel (questions as columns, 31-bit hashed codes when ids are wide)
-  against the flat ``bincount`` kernel, bit for bit; string ids coded from their bytes against
+* retrieval: the dense kernel (questions as columns, 32- or 64-bit codes) against the flat
+  ``bincount`` kernel, bit for bit; string ids coded from their bytes against
   ``pandas.factorize``.
 * bootstrap: the mixed resampler (frequent differences as multinomial counts, rare ones pooled
   and resampled) against the bootstrap distribution and the plain resampler; ``gate_frame``
@@ -44,7 +44,7 @@ def _random_encoded(rng, *, wide=False):
     grades = rng.integers(-1, 4, gold.size).astype(float)
     if rng.random() < 0.3:
         grades += rng.random(gold.size)
-    if wide:  # codes beyond 32 bits take the hashed path
+    if wide:  # codes beyond 32 bits: 64-bit matrices
         ranked, gold = ranked * (1 << 40) + 3, gold * (1 << 40) + 3
     return EncodedRetrieval(ranked, np.r_[0, np.cumsum(r_len)], gold, grades, np.r_[0, np.cumsum(g_len)]), n
 
@@ -74,15 +74,13 @@ def test_dense_kernel_reports_a_duplicate_gold_document_like_the_flat_kernel():
         _flat(encoded, 2)
 
 
-def test_a_31_bit_hash_collision_falls_back_to_the_exact_kernel():
-    codes = np.random.default_rng(0).integers(0, 2**50, 200_000)
-    hashes = retrieval_module._hash31(codes)
-    _, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
-    a, b = codes[inverse == np.flatnonzero(counts > 1)[0]][:2]
-    assert a != b and retrieval_module._hash31(np.array([a]))[0] == retrieval_module._hash31(np.array([b]))[0]
-    encoded = EncodedRetrieval(np.array([a, b, 5]), np.array([0, 3]), np.array([b]), np.array([1.0]), np.array([0, 1]))
-    assert retrieval_module._score_dense(encoded, np.array([3]), ALL_METRICS, "exponential") is None
-    assert score_encoded(encoded, 3)["rr"].tolist() == [0.5]  # b is at rank 2, not a at rank 1
+def test_codes_at_the_ends_of_int64_are_scored_exactly():
+    extreme = np.array([-(2**62), 2**62, 5], dtype=np.int64)
+    encoded = EncodedRetrieval(extreme, np.array([0, 3]), extreme[[1]], np.array([1.0]), np.array([0, 1]))
+    assert score_encoded(encoded, 3)["rr"].tolist() == [0.5]  # (the flat kernel cannot key these)
+    wide = EncodedRetrieval(np.array([3, 2**40, 7]), np.array([0, 3]), np.array([2**40]), np.array([1.0]), np.array([0, 1]))
+    assert retrieval_module._score_dense(wide, np.array([3]), ALL_METRICS, "exponential") is not None
+    assert score_encoded(wide, 3)["rr"].tolist() == [0.5]
 
 
 def test_uneven_lists_take_the_flat_kernel_with_the_same_numbers():
@@ -210,13 +208,3 @@ def test_gate_frame_on_one_pool_equals_gate_one_by_one():
             iterations=2000, seed=5, slice=decision.slice, threads=1,
         )
         assert decision == direct
-
-
-def test_wide_codes_sharing_a_hash_are_not_taken_for_a_duplicate_gold_document():
-    codes = np.random.default_rng(1).integers(0, 2**50, 200_000)
-    hashes = retrieval_module._hash31(codes)
-    _, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
-    a, b = codes[inverse == np.flatnonzero(counts > 1)[0]][:2]
-    encoded = EncodedRetrieval(np.array([b, 7]), np.array([0, 2]), np.array([a, b]), np.array([1.0, 2.0]), np.array([0, 2]))
-    out = score_encoded(encoded, 2)
-    assert out["recall"].tolist() == [0.5] and out["rr"].tolist() == [1.0]
