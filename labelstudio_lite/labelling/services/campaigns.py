@@ -86,18 +86,14 @@ class Plan:
         return sum(s["sampled"] for s in self.strata)
 
 
-def plan_campaign(*, run: Run, unit: str, size: int, seed: int = 7, heldout_fraction: float = 0.3) -> Plan:
-    """Return the sample a campaign with these settings takes (the same seed gives the same items)."""
-    if unit not in Campaign.Unit.values:
-        raise CampaignError(f"unit must be 'answer' or 'claim', got {unit!r}")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise CampaignError(f"size must be a positive number of items, got {size!r}")
-    if not 0.0 <= heldout_fraction <= 1.0:
-        raise CampaignError(f"the held-out fraction must be between 0 and 1, got {heldout_fraction}")
-    candidates = population(run, unit)
-    if not candidates:
-        what = "answers with judge verdicts (claims or a faithfulness score)" if unit == "answer" else "claims with judge verdicts"
-        raise CampaignError(f"run {run.name!r} has no {what} to label")
+def _stratified_sample(
+    candidates: list[Candidate], *, size: int, seed: int, heldout_fraction: float
+) -> tuple[list[tuple[Candidate, str, float]], list[dict[str, Any]]]:
+    """Sample by (slice, judge verdict) stratum and split each stratum into held-out and tuning.
+
+    Returns the chosen items with their split and sampling weight, and a summary row per stratum.
+    Deterministic for a seed and the same candidates.
+    """
     groups: dict[tuple[str, bool], list[Candidate]] = {}
     for candidate in candidates:
         groups.setdefault(candidate.stratum, []).append(candidate)
@@ -118,6 +114,51 @@ def plan_campaign(*, run: Run, unit: str, size: int, seed: int = 7, heldout_frac
             "stratum": stratum_label(key), "slice": key[0], "judge_supported": key[1],
             "available": len(members), "sampled": n, "heldout": heldout, "tuning": n - heldout,
         })
+    return chosen, strata
+
+
+def _create_items(campaign: Campaign, chosen: list[tuple[Candidate, str, float]], *, order_seed: int) -> None:
+    """Write the sampled items, handed out in a seeded shuffled order."""
+    order = list(range(len(chosen)))
+    random.Random(order_seed).shuffle(order)
+    Item.objects.bulk_create(
+        [
+            Item(
+                campaign=campaign, row_id=candidate.row_id, claim_index=candidate.claim_index, split=split,
+                stratum=stratum_label(candidate.stratum), judge_supported=candidate.judge_supported,
+                sampling_weight=weight, position=order[i], overlap=campaign.overlap,
+            )
+            for i, (candidate, split, weight) in enumerate(chosen)
+        ],
+        batch_size=2000,
+    )
+
+
+def _check_new_name(name: str) -> None:
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_slug
+
+    try:
+        validate_slug(name)
+    except ValidationError:
+        raise CampaignError(f"campaign name {name!r} may use only letters, digits, - and _") from None
+    if Campaign.objects.filter(name=name).exists():
+        raise CampaignError(f"a campaign named {name!r} already exists; choose another name")
+
+
+def plan_campaign(*, run: Run, unit: str, size: int, seed: int = 7, heldout_fraction: float = 0.3) -> Plan:
+    """Return the sample a campaign with these settings takes (the same seed gives the same items)."""
+    if unit not in Campaign.Unit.values:
+        raise CampaignError(f"unit must be 'answer' or 'claim', got {unit!r}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise CampaignError(f"size must be a positive number of items, got {size!r}")
+    if not 0.0 <= heldout_fraction <= 1.0:
+        raise CampaignError(f"the held-out fraction must be between 0 and 1, got {heldout_fraction}")
+    candidates = population(run, unit)
+    if not candidates:
+        what = "answers with judge verdicts (claims or a faithfulness score)" if unit == "answer" else "claims with judge verdicts"
+        raise CampaignError(f"run {run.name!r} has no {what} to label")
+    chosen, strata = _stratified_sample(candidates, size=size, seed=seed, heldout_fraction=heldout_fraction)
     warnings = []
     taken = len(chosen)
     if taken < MIN_RECOMMENDED:
@@ -147,15 +188,7 @@ def campaign_create(
     user: Any = None,
 ) -> Campaign:
     """Create a campaign and its items in one transaction; the sample and splits never change."""
-    from django.core.exceptions import ValidationError
-    from django.core.validators import validate_slug
-
-    try:
-        validate_slug(name)
-    except ValidationError:
-        raise CampaignError(f"campaign name {name!r} may use only letters, digits, - and _") from None
-    if Campaign.objects.filter(name=name).exists():
-        raise CampaignError(f"a campaign named {name!r} already exists; choose another name")
+    _check_new_name(name)
     if isinstance(overlap, bool) or not isinstance(overlap, int) or not 1 <= overlap <= 20:
         raise CampaignError(f"overlap is how many different annotators label each item (1 to 20), got {overlap!r}")
     plan = plan_campaign(run=run, unit=unit, size=size, seed=seed, heldout_fraction=heldout_fraction)
@@ -165,19 +198,7 @@ def campaign_create(
             guidance=guidance, size=size, seed=seed, heldout_fraction=heldout_fraction, overlap=overlap,
             lease_seconds=lease_seconds or settings.LABEL_LEASE_SECONDS, strata=plan.strata, created_by=user,
         )
-        order = list(range(len(plan.chosen)))
-        random.Random(seed + 1).shuffle(order)
-        Item.objects.bulk_create(
-            [
-                Item(
-                    campaign=campaign, row_id=candidate.row_id, claim_index=candidate.claim_index, split=split,
-                    stratum=stratum_label(candidate.stratum), judge_supported=candidate.judge_supported,
-                    sampling_weight=weight, position=order[i], overlap=overlap,
-                )
-                for i, (candidate, split, weight) in enumerate(plan.chosen)
-            ],
-            batch_size=2000,
-        )
+        _create_items(campaign, plan.chosen, order_seed=seed + 1)
         campaign_set_annotators(campaign=campaign, users=annotators)
     return campaign
 
@@ -216,44 +237,18 @@ def campaign_fresh_heldout(*, campaign: Campaign, name: str, size: int, user: An
 
     Used once the held-out split is spent (a re-measurement was looked at and the judge tuned again).
     """
-    from django.core.exceptions import ValidationError
-    from django.core.validators import validate_slug
-
-    try:
-        validate_slug(name)
-    except ValidationError:
-        raise CampaignError(f"campaign name {name!r} may use only letters, digits, - and _") from None
-    if Campaign.objects.filter(name=name).exists():
-        raise CampaignError(f"a campaign named {name!r} already exists; choose another name")
+    _check_new_name(name)
     used = set(Item.objects.filter(campaign__run=campaign.run, campaign__unit=campaign.unit).values_list("row_id", "claim_index"))
     fresh = [c for c in population(campaign.run, campaign.unit) if (c.row_id, c.claim_index) not in used]
     if not fresh:
         raise CampaignError(f"every item of run {campaign.run.name!r} was already sampled: there is nothing fresh to hold out")
-    groups: dict[tuple[str, bool], list[Candidate]] = {}
-    for candidate in fresh:
-        groups.setdefault(candidate.stratum, []).append(candidate)
-    allocation = stratified_allocation({key: len(items) for key, items in groups.items()}, size)
-    rng = random.Random(campaign.seed + 1000)
-    chosen: list[tuple[Candidate, float]] = []
-    strata = []
-    for key in sorted(groups, key=lambda k: (k[0], not k[1])):
-        members, n = groups[key], allocation.get(key, 0)
-        picked = rng.sample(members, n) if n < len(members) else list(members)
-        chosen.extend((c, len(members) / n if n else 0.0) for c in picked)
-        strata.append({"stratum": stratum_label(key), "slice": key[0], "judge_supported": key[1], "available": len(members),
-                       "sampled": n, "heldout": n, "tuning": 0})
+    chosen, strata = _stratified_sample(fresh, size=size, seed=campaign.seed + 1000, heldout_fraction=1.0)
     with transaction.atomic():
         new = Campaign.objects.create(
             name=name, run=campaign.run, unit=campaign.unit, judge_question=campaign.judge_question, guidance=campaign.guidance,
             size=size, seed=campaign.seed + 1000, heldout_fraction=1.0, overlap=campaign.overlap, lease_seconds=campaign.lease_seconds,
             strata=strata, fit_kappa=campaign.fit_kappa, fit_miss_rate=campaign.fit_miss_rate, parent=campaign, created_by=user,
         )
-        order = list(range(len(chosen)))
-        rng.shuffle(order)
-        Item.objects.bulk_create([
-            Item(campaign=new, row_id=c.row_id, claim_index=c.claim_index, split=Item.Split.HELDOUT, stratum=stratum_label(c.stratum),
-                 judge_supported=c.judge_supported, sampling_weight=w, position=order[i], overlap=campaign.overlap)
-            for i, (c, w) in enumerate(chosen)
-        ], batch_size=2000)
+        _create_items(new, chosen, order_seed=campaign.seed + 1001)
         campaign_set_annotators(campaign=new, users=campaign.annotators.all())
     return new
