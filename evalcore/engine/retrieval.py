@@ -377,20 +377,20 @@ def _string_codes(ids: Iterable, count: int, n_questions: int) -> np.ndarray | N
     key = np.empty(count, dtype=np.uint64)  # built in place: fresh arrays cost page faults
     value = np.empty(count, dtype=np.uint64)
     bits = 0
-    for word, low, size in runs:
-        if bits + size > 64:
+    for word, low, run_bits in runs:
+        if bits + run_bits > 64:
             codes, uniques = pd.factorize(key)
             key[:] = codes
             bits = max(1, (len(uniques) - 1).bit_length())
         np.right_shift(word, np.uint64(low), out=value)  # ``word`` is shared by the runs of a word
-        if low + size < 64:
-            np.bitwise_and(value, np.uint64((1 << size) - 1), out=value)
+        if low + run_bits < 64:
+            np.bitwise_and(value, np.uint64((1 << run_bits) - 1), out=value)
         if bits:
-            np.left_shift(key, np.uint64(size), out=key)
+            np.left_shift(key, np.uint64(run_bits), out=key)
             np.bitwise_or(key, value, out=key)
         else:
             key[:] = value
-        bits += size
+        bits += run_bits
     if bits > 62 - n_questions.bit_length():
         return pd.factorize(key)[0].astype(np.int64)
     return key.view(np.int64)  # below 2**62
@@ -584,7 +584,7 @@ def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[s
     elif high - low < 2**31 - 2:
         r_small, g_small = (r_docs - (low - 2)).astype(np.int32), (g_docs - (low - 2)).astype(np.int32)
     elif low > -(2**63) + 2:
-        r_small, g_small = r_docs.astype(np.int64), g_docs.astype(np.int64)
+        r_small, g_small = r_docs.astype(np.int64, copy=False), g_docs.astype(np.int64, copy=False)
     else:
         return None
     r_fill, g_fill = (-1, -2) if r_small.dtype == np.int32 else (min(low, 0) - 1, min(low, 0) - 2)
