@@ -26,9 +26,9 @@ Conventions (each one changes the numbers, so each is a parameter or stated here
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, islice, repeat
+from itertools import chain, repeat
 from typing import Any, Literal
 
 import numpy as np
@@ -278,36 +278,49 @@ def _lengths(items: Sequence, name: str) -> np.ndarray:
 
 #: Ids joined and encoded per batch: small temporaries are recycled by the allocator, whereas
 #: one string of every id would map fresh memory each call (a page fault per 4 KB).
-_JOIN_BATCH = 1 << 16
+_JOIN_BATCH = 1 << 12  # questions
 
 
-def _joined_bytes(ids: Iterable, count: int) -> np.ndarray | None:
-    """Return the UTF-8 bytes of the ``count`` ids, NUL-separated, then 8 zero bytes; None unless all are str."""
-    stream = iter(ids)
+def _joined_bytes(groups: Sequence[tuple[Sequence, Callable | None]], count: int) -> np.ndarray | None:
+    """Return the UTF-8 bytes of the ids, NUL-separated, then 8 zero bytes; None unless all are str.
+
+    ``groups`` holds (sequence of per-question items, function giving an item's ids or None for
+    the item itself), ``count`` ids in all. Each question's ids are joined on their own (no
+    per-id iterator), and the questions in batches.
+    """
     out = np.empty(0, dtype=np.uint8)
     used = 0
-    for start in range(0, count, _JOIN_BATCH):
-        try:
-            text = "\x00".join(list(islice(stream, _JOIN_BATCH)))
-        except TypeError:
-            return None
-        raw = text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
-        need = used + len(raw) + 9
-        if need > out.size:  # first batch: guess the whole from it; later, grow by half
-            guess = (len(raw) + 1) * count // min(count, start + _JOIN_BATCH) + 4096 if start == 0 else out.size * 3 // 2
-            grown = np.empty(max(need, guess), dtype=np.uint8)
-            grown[:used] = out[:used]
-            out = grown
-        out[used : used + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
-        used += len(raw)
-        out[used] = 0
-        used += 1
+    for group, ids_of in groups:
+        for start in range(0, len(group), _JOIN_BATCH):
+            batch = group[start : start + _JOIN_BATCH]
+            try:  # (an empty question joins to "" and is left out, as it holds no id)
+                text = "\x00".join(filter(None, map("\x00".join, batch if ids_of is None else map(ids_of, batch))))
+            except TypeError:
+                return None
+            if not text:
+                continue
+            raw = text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
+            need = used + len(raw) + 9
+            if need > out.size:  # first batch: guess the whole from it; later, grow by half
+                guess = (len(raw) + 1) * count // max(1, raw.count(b"\x00") + 1) + 4096 if not used else out.size * 3 // 2
+                grown = np.empty(max(need, guess), dtype=np.uint8)
+                grown[:used] = out[:used]
+                out = grown
+            out[used : used + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+            used += len(raw)
+            out[used] = 0
+            used += 1
+    if not used:
+        out = np.zeros(9, dtype=np.uint8)
+        used = 1
     out[used - 1 : used + 7] = 0  # the last separator and seven more zeros
     return out[: used + 7]
 
 
-def _string_codes(ids: Iterable, count: int, n_questions: int) -> np.ndarray | None:
+def _string_codes(groups: Sequence[tuple[Sequence, Callable | None]], count: int, n_questions: int) -> np.ndarray | None:
     """Return integer codes for ``count`` str ids, equal exactly when the ids are equal.
+
+    ``groups`` holds sequences of per-question collections of ids, as :func:`_joined_bytes`.
 
     Returns None unless every id is a str without a NUL character. The ids' UTF-8 bytes are read
     eight at a time and only the bits that vary between ids are kept: identifiers share prefixes,
@@ -317,7 +330,7 @@ def _string_codes(ids: Iterable, count: int, n_questions: int) -> np.ndarray | N
     """
     if count == 0:
         return np.empty(0, dtype=np.int64)
-    data = _joined_bytes(ids, count)
+    data = _joined_bytes(groups, count)
     if data is None:
         return None
     size = data.size - 8  # the ids, NUL-separated, then eight spare zero bytes for 8-byte reads
@@ -455,8 +468,8 @@ def encode_retrieval(ranked: Sequence[Sequence], gold: Sequence[Gold]) -> Encode
 
     n_ranked = int(r_len.sum())
     # every id, ranked then gold, in one code space
-    all_gold = chain.from_iterable(map(dict.keys, gold)) if dicts else g_docs
-    codes = _string_codes(chain(chain.from_iterable(ranked), all_gold), n_ranked + int(g_len.sum()), n)
+    gold_ids = (gold, dict.keys) if dicts else ([g_docs], None)
+    codes = _string_codes([(ranked, None), gold_ids], n_ranked + int(g_len.sum()), n)
     if codes is None:
         r_ids = list(chain.from_iterable(ranked))
         g_docs = list(chain.from_iterable(map(dict.keys, gold))) if dicts else g_docs

@@ -111,7 +111,7 @@ def test_string_codes_are_equal_exactly_when_the_ids_are(seed):
             pool = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, rng.choice([3, 12, 30])))) for _ in range(rng.randint(1, 20))]
         ids = [rng.choice(pool) for _ in range(rng.randint(1, 60))]
         questions = rng.choice([1, 1000, 2**40])
-        codes = retrieval_module._string_codes(ids, len(ids), questions)
+        codes = retrieval_module._string_codes([([ids], None)], len(ids), questions)
         assert _same_partition(codes, ids), ids
         assert codes.dtype == np.int64 and codes.min() >= 0 and int(codes.max()) * questions < 2**62
 
@@ -120,19 +120,33 @@ def test_string_codes_of_long_random_ids_still_fit_the_kernels():
     rng = random.Random(9)
     ids = [f"{rng.getrandbits(256):064x}" for _ in range(3000)]
     ids += ids[:500]
-    codes = retrieval_module._string_codes(ids, len(ids), 10)
+    codes = retrieval_module._string_codes([([ids], None)], len(ids), 10)
     assert _same_partition(codes, ids)
     assert int(codes.max()) * 10 < 2**62  # 256 varying bits, re-coded along the way
 
 
 def test_string_codes_decline_non_strings_and_nul_characters():
-    assert retrieval_module._string_codes([1, 2], 2, 1) is None
-    assert retrieval_module._string_codes(["a", 1], 2, 1) is None
-    assert retrieval_module._string_codes(["a\x00b", "c"], 2, 1) is None
-    assert retrieval_module._string_codes([], 0, 1).tolist() == []
+    assert retrieval_module._string_codes([([[1, 2]], None)], 2, 1) is None
+    assert retrieval_module._string_codes([([["a", 1]], None)], 2, 1) is None
+    assert retrieval_module._string_codes([([["a\x00b", "c"]], None)], 2, 1) is None
+    assert retrieval_module._string_codes([([[]], None)], 0, 1).tolist() == []
     # and encode_retrieval then codes them with pandas, as before
     encoded = encode_retrieval([[1, 2, "a\x00b"], [2]], [{2: 1}, {"a\x00b"}])
     assert encoded.ranked_docs[1] == encoded.ranked_docs[3] == encoded.gold_docs[0]
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("odd_ids", [False, True])
+def test_encode_retrieval_codes_many_questions_as_pandas_factorize_would(seed, odd_ids):
+    rng = random.Random(seed)
+    pool = [f"doc-{i:06d}" for i in rng.sample(range(10**6), 3000)] + (["", "é/x", "q\ud800"] if odd_ids else [])
+    ranked = [[rng.choice(pool) for _ in range(rng.choice([0, 0, 1, 3, 20]))] for _ in range(9000)]
+    gold = [{rng.choice(pool): rng.randint(0, 3) for _ in range(rng.randint(0, 4))} for _ in range(9000)]
+    encoded = encode_retrieval(ranked, gold)
+    ids = [doc for docs in ranked for doc in docs] + [doc for g in gold for doc in g]
+    assert _same_partition(np.concatenate([encoded.ranked_docs, encoded.gold_docs]), ids)
+    assert encoded.ranked_offsets.tolist() == np.cumsum([0] + [len(r) for r in ranked]).tolist()
+    assert encoded.gold_grades.tolist() == [float(v) for g in gold for v in g.values()]
 
 
 # --------------------------------------------------------------------------------------------
