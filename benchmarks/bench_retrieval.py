@@ -57,7 +57,8 @@ def _ranx(ranked, gold):
     return {m: float(scores[name]) for m, name in zip(METRICS, names)}
 
 
-def _agree(a: dict, b: dict, metrics=METRICS, tol=1e-9) -> float:
+def _agree(a: dict, b: dict, metrics=METRICS) -> float:
+    """The largest difference between two sets of means."""
     return max(abs(a[m] - b[m]) for m in metrics)
 
 
