@@ -28,7 +28,28 @@ TOPICS = {
     "technical": ["API rate limit", "timeout", "retry policy", "TLS version", "log retention", "backup schedule"],
     "account": ["password length", "session lifetime", "seat limit", "SSO provider", "admin role", "2FA method"],
 }
-VALUES = ["14 days", "30 days", "90 days", "12 months", "5 %", "EUR", "100 requests per minute", "TLS 1.3", "two seats", "weekly"]
+# Ten values per kind (the random draws, and so the runs' numbers, do not depend on which list).
+DURATIONS = ["7 days", "14 days", "30 days", "45 days", "60 days", "90 days", "6 months", "12 months", "24 months", "36 months"]
+AMOUNTS = ["2 %", "5 %", "8 %", "10 %", "EUR 15", "EUR 25", "EUR 40", "USD 20", "USD 50", "GBP 30"]
+LIMITS = ["100 requests per minute", "500 requests per minute", "10 seats", "25 seats", "12 characters",
+          "16 characters", "TLS 1.2", "TLS 1.3", "3 retries", "5 retries"]
+WAITS = ["10 seconds", "30 seconds", "60 seconds", "90 seconds", "2 minutes", "5 minutes", "10 minutes", "15 minutes",
+         "30 minutes", "8 hours"]
+TOPIC_VALUES = {
+    "notice period": DURATIONS, "refund window": DURATIONS, "data retention": DURATIONS, "warranty term": DURATIONS,
+    "cancellation fee": AMOUNTS, "travel allowance": AMOUNTS, "late fee": AMOUNTS, "tax rate": AMOUNTS,
+    "credit limit": AMOUNTS, "payment terms": DURATIONS, "log retention": DURATIONS, "backup schedule": DURATIONS,
+    "invoice date": ["the 1st", "the 5th", "the 10th", "the 15th", "the 20th", "the 25th", "the 28th",
+                     "the last day of the month", "the first Monday", "the first working day"],
+    "currency": ["EUR", "USD", "GBP", "CHF", "SEK", "NOK", "DKK", "PLN", "CZK", "JPY"],
+    "API rate limit": LIMITS, "retry policy": LIMITS, "TLS version": LIMITS, "password length": LIMITS, "seat limit": LIMITS,
+    "timeout": WAITS, "session lifetime": WAITS,
+    "SSO provider": ["Okta", "Azure AD", "Google", "OneLogin", "Auth0", "Ping", "JumpCloud", "Keycloak", "Duo", "AWS IAM"],
+    "admin role": ["Owner", "Admin", "Billing admin", "Security admin", "Workspace admin", "Org admin", "Super admin",
+                   "Manager", "Editor", "Auditor"],
+    "2FA method": ["TOTP", "SMS", "WebAuthn", "email codes", "push", "hardware keys", "backup codes", "passkeys",
+                   "YubiKey", "authenticator apps"],
+}
 
 JUDGE_CONFIG = {
     "model": "gpt-x",
@@ -73,7 +94,7 @@ def build_demo(seed: int = 2026) -> dict[str, Any]:
                 "question": f"What is the {topic} for plan {rng.choice('ABCDEFG')}{rng.randint(1, 9)} ({qtype} #{i + 1})?",
                 "type": qtype,
                 "answerable": answerable,
-                "reference_answer": f"The {topic} is {rng.choice(VALUES)}." if answerable else "",
+                "reference_answer": f"The {topic} is {rng.choice(TOPIC_VALUES[topic])}." if answerable else "",
                 "gold": [],
                 "tags": [],
             }
@@ -131,13 +152,42 @@ def _ranked(q: dict[str, Any], rng: random.Random, draws: list[float], positions
 def _claim_texts(q: dict[str, Any], rng: random.Random) -> list[str]:
     topic = q["question"].split("What is the ")[-1].split(" for plan")[0]
     templates = [
-        f"The {topic} is {rng.choice(VALUES)}.",
+        f"The {topic} is {rng.choice(TOPIC_VALUES[topic])}.",
         f"This applies to every plan in the {q['type']} catalogue.",
-        f"Changes take effect after {rng.choice(VALUES)}.",
+        f"Changes take effect after {rng.choice(DURATIONS)}.",
         "Exceptions need written approval from an admin.",
         f"The rule was introduced in the {rng.choice(['2024', '2025', '2026'])} revision.",
     ]
     return templates[: rng.choice([2, 3, 3, 4, 5])]
+
+
+FILLER = [
+    "Plans renew automatically unless cancelled in writing.",
+    "Invoices are issued on the first working day of the month.",
+    "Support answers within one business day.",
+    "Admins can export usage reports from the console.",
+    "Discounts apply to annual plans only.",
+    "Customer data is stored in the EU region by default.",
+    "Seats can be reassigned at any time by an admin.",
+    "Prices exclude VAT unless stated otherwise.",
+    "The status page lists planned maintenance a week ahead.",
+    "Trial accounts are limited to three projects.",
+]
+
+
+def _context_texts(q: dict[str, Any], context_ids: list[str], supported: list[str], prefix: str) -> list[str]:
+    """The text of each chunk that reached the model: the sentences that support the answer's
+    supported claims, spread over the chunks, among unrelated sentences of the same documents."""
+    rng = random.Random(f"{q['id']}-{prefix}")  # its own stream: the run's numbers do not depend on it
+    chunks = []
+    for cid in context_ids:
+        _, doc, part = cid.split("-")
+        chunks.append([f"{doc} § {int(part) + 1}:", *rng.sample(FILLER, 2)])
+    for sentence in supported:
+        chunk = chunks[rng.randrange(len(chunks))] if chunks else None
+        if chunk is not None:
+            chunk.insert(rng.randint(1, len(chunk)), sentence)
+    return [" ".join(parts) for parts in chunks]
 
 
 def _rows_for(q: dict[str, Any], rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -173,7 +223,7 @@ def _rows_for(q: dict[str, Any], rng: random.Random) -> tuple[dict[str, Any], di
             "id": q["id"],
             "retrieved": ranked,
             "context_ids": context_ids,
-            "context": [f"[{cid}] Section text about {q['type']} rules, part {cid.rsplit('-', 1)[-1]}." for cid in context_ids],
+            "context": _context_texts(q, context_ids, [c["text"] for c in claims if c["supported"]], prefix),
             "answer": "I could not find this in the documentation." if declined else " ".join(c["text"] for c in claims),
             "declined": declined,
             "claims": claims,
