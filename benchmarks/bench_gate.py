@@ -27,7 +27,7 @@ def run(targets: Targets, *, quick: bool = False) -> None:
     def without_continuous():
         return gate_frame(base, cand, metrics=others, slice_by=slice_by, higher_is_better=directions)
 
-    repeats = 1 if quick else 2
+    repeats = 1 if quick else 3
     total, report = best_time(full, repeats)
     rest, _ = best_time(without_continuous, repeats)
 
