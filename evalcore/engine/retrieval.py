@@ -317,6 +317,48 @@ def _joined_bytes(groups: Sequence[tuple[Sequence, Callable | None]], count: int
     return out[: used + 7]
 
 
+def _folded_key(runs: list, count: int, budget: int) -> np.ndarray | None:
+    """Pack the varying bits of each word into at most ``budget`` bits, if they sit regularly.
+
+    Regular: at most four bits, the same ones, of consecutive bytes (digits vary in their low
+    four bits). Such bits are packed by folding pairs of bytes together, a logarithmic number of
+    passes. Returns None for other layouts.
+    """
+    words: dict[int, list] = {}
+    for run in runs:
+        words.setdefault(id(run[0]), []).append(run)
+    layout = []
+    for group in words.values():
+        first_byte, last_byte = group[0][1] // 8, group[-1][1] // 8
+        low = min(r[1] % 8 for r in group)
+        size = max(r[1] % 8 + r[2] for r in group) - low
+        if size > 4:  # a fold slides a byte's bits into a gap at least as wide
+            return None
+        layout.append((group[0][0], 8 * first_byte + low, size, last_byte - first_byte + 1))
+    if sum(size * groups for *_, size, groups in layout) > budget:
+        return None
+    key = np.empty(count, dtype=np.uint64)
+    part = np.empty(count, dtype=np.uint64)
+    shifted = np.empty(count, dtype=np.uint64)
+    bits = 0
+    for word, low, size, groups in layout:
+        np.right_shift(word, np.uint64(low), out=part)
+        np.bitwise_and(part, np.uint64(sum(((1 << size) - 1) << (8 * i) for i in range(groups))), out=part)
+        spacing, width, left = 8, size, groups
+        while left > 1:  # fold: byte 2k+1's bits slide down next to byte 2k's
+            np.right_shift(part, np.uint64(spacing - width), out=shifted)
+            np.bitwise_or(part, shifted, out=part)
+            spacing, width, left = 2 * spacing, 2 * width, (left + 1) // 2
+            np.bitwise_and(part, np.uint64(sum(((1 << width) - 1) << (spacing * i) for i in range(left))), out=part)
+        if bits:
+            np.left_shift(key, np.uint64(size * groups), out=key)
+            np.bitwise_or(key, part, out=key)
+        else:
+            key[:] = part
+        bits += size * groups
+    return key.view(np.int64)
+
+
 def _string_codes(groups: Sequence[tuple[Sequence, Callable | None]], count: int, n_questions: int) -> np.ndarray | None:
     """Return integer codes for ``count`` str ids, equal exactly when the ids are equal.
 
@@ -371,9 +413,14 @@ def _string_codes(groups: Sequence[tuple[Sequence, Callable | None]], count: int
                 low = (byte & -byte).bit_length() - 1
                 runs.append([word, 8 * b + low, byte.bit_length() - low])
     # The code must stay below 2**(62 - log2(questions)) so that the kernels' per-question keys
-    # cannot overflow; within that, merge neighbouring runs of a word (fewer passes over the ids).
+    # cannot overflow, and is best below 2**31 (the kernels then compare 32-bit codes).
     needed = sum(run[2] for run in runs)
     budget = 62 - n_questions.bit_length()
+    if runs and needed <= min(31, budget):
+        folded = _folded_key(runs, count, min(31, budget))
+        if folded is not None:
+            return folded
+    # Otherwise merge neighbouring runs of a word while the budget allows (fewer passes).
     if needed <= budget:
         merged: list = []
         for run in runs:

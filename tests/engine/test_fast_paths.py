@@ -116,6 +116,32 @@ def test_string_codes_are_equal_exactly_when_the_ids_are(seed):
         assert codes.dtype == np.int64 and codes.min() >= 0 and int(codes.max()) * questions < 2**62
 
 
+@pytest.mark.parametrize(
+    "make_id",
+    [
+        lambda r: f"doc-{r.randrange(500_000):06d}",  # first digit 0-4: three bits, the others four
+        lambda r: f"{r.randrange(10**9):09d}",  # nine digits: one word and a byte
+        lambda r: f"x{r.randrange(10)}y{r.randrange(10)}z{r.randrange(10)}",  # constant bytes between
+        lambda r: f"p{r.randrange(10**7):07d}:{r.randrange(10**3):03d}",  # a separator between runs
+        lambda r: f"{r.getrandbits(40):010x}",  # hex: seven varying bits a byte, no folding
+    ],
+)
+def test_string_codes_of_regular_ids_are_exact_and_small(make_id):
+    rng = random.Random(5)
+    ids = [make_id(rng) for _ in range(5000)]
+    ids += rng.sample(ids, 2000)
+    codes = retrieval_module._string_codes([([ids[:3000]], None), ([ids[3000:]], None)], len(ids), 100)
+    assert _same_partition(codes, ids)
+    assert codes.min() >= 0 and int(codes.max()) * 100 < 2**62
+
+
+def test_string_codes_of_digit_ids_fit_32_bits():
+    rng = random.Random(6)
+    ids = [f"doc-{rng.randrange(10**6):06d}" for _ in range(5000)]
+    codes = retrieval_module._string_codes([([ids], None)], len(ids), 10**5)
+    assert _same_partition(codes, ids) and int(codes.max()) < 2**31
+
+
 def test_string_codes_of_long_random_ids_still_fit_the_kernels():
     rng = random.Random(9)
     ids = [f"{rng.getrandbits(256):064x}" for _ in range(3000)]
