@@ -99,7 +99,13 @@ WSGI_APPLICATION = "labelstudio_lite.wsgi.application"
 _default_db = f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
 DATABASE_URL = envstr("DATABASE_URL", _default_db)
 try:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 0, minimum=0))}
+    # Persistent connections (checked before reuse): opening a PostgreSQL connection per request
+    # costs more than the labelling endpoints' own work.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 60, minimum=0), conn_health_checks=True
+        )
+    }
 except ValueError as error:
     raise ImproperlyConfigured(f"DATABASE_URL={DATABASE_URL!r} cannot be parsed: {error}") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
