@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,8 @@ from evalcore.models import (
     Run,
     RunChunk,
 )
+from tests.files import write_csv as write_csv_file
+from tests.files import write_jsonl  # noqa: F401  (used by the tests)
 
 COUNTED = (EvalSet, EvalSetVersion, Question, Run, Row, RunChunk, JudgeConfig, Comparison, GateDecisionRecord)
 
@@ -69,20 +69,8 @@ def ok_rows() -> list[dict[str, Any]]:
     return [ok_row(q["id"]) for q in QUESTIONS]
 
 
-def write_jsonl(path: Path, records: list[Any]) -> Path:
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write((record if isinstance(record, str) else json.dumps(record)) + "\n")
-    return path
 
 
-def write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        for row in rows:
-            writer.writerow([json.dumps(v) if isinstance(v, (list, dict)) else v for v in row])
-    return path
 
 
 def pytest_collection_modifyitems(config, items):
@@ -172,3 +160,7 @@ def run(version, rows_file) -> Run:
 @pytest.fixture
 def job_count():
     return lambda: Job.objects.count()
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
+    return write_csv_file(path, header, rows, json_cells=True)

@@ -7,15 +7,15 @@ answer), so the blindness tests can assert that none of them leaves the server.
 
 from __future__ import annotations
 
-import csv
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evalcore.models import Run
+from tests.files import write_csv, write_jsonl  # noqa: F401  (used by the tests)
 
 JUDGE = {
     "model": "gpt-x",
@@ -40,20 +40,8 @@ def qid_of(i: int) -> str:
     return f"q{i:04d}"
 
 
-def write_jsonl(path: Path, records: Iterable[Any]) -> Path:
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write((record if isinstance(record, str) else json.dumps(record)) + "\n")
-    return path
 
 
-def write_csv(path: Path, header: list[str], rows: Iterable[Iterable[Any]]) -> Path:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        for row in rows:
-            writer.writerow(row)
-    return path
 
 
 def default_verdicts(i: int, claims: int) -> list[bool]:

@@ -9,8 +9,6 @@ imported with ``labels_import`` from CSV.
 
 from __future__ import annotations
 
-import csv
-import json
 import random
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
@@ -21,6 +19,7 @@ from typing import Any
 import pytest
 
 from evalcore.models import Run
+from tests.files import write_csv, write_jsonl  # noqa: F401  (used by the tests)
 
 JUDGE = {
     "model": "gpt-x",
@@ -51,20 +50,8 @@ def judge_why(qid: str) -> str:
     return f"JUDGEWHY-{qid}"
 
 
-def write_jsonl(path: Path, records: Iterable[Any]) -> Path:
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write((record if isinstance(record, str) else json.dumps(record)) + "\n")
-    return path
 
 
-def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        for row in rows:
-            writer.writerow(row)
-    return path
 
 
 @dataclass
