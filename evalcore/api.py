@@ -18,12 +18,21 @@ from rest_framework.views import APIView
 
 from labelstudio_lite.accounts.access import IsEvalOwner
 
+from .jobs import (
+    EvalSetImportParams,
+    GateParams,
+    RunImportParams,
+    request_evalset_import,
+    request_gate,
+    request_run_import,
+)
 from .models import Comparison, EvalSet, EvalSetVersion, Job, Run
-from .selectors import run_by_ref, run_rows
-from .services.comparisons import comparable_metrics, comparison_as_dict
-from .services.jobs import job_create, job_enqueue, job_snapshot
+from .selectors import run_by_ref, run_rows, runs_on
+from .services.comparisons import comparison_as_dict
+from .services.jobs import job_snapshot
 from .services.problems import UserFacingError
 from .services.readers import FORMATS
+from .services.runs import GAINS
 from .services.uploads import save_upload
 
 
@@ -43,7 +52,12 @@ class JobOutput(serializers.ModelSerializer):
         return f"/api/jobs/{job.pk}/"
 
 
-def _accepted(job: Job) -> Response:
+def _accepted(request_job, params, request: Request) -> Response:  # type: ignore[no-untyped-def]
+    """Ask for the job through its kind's request function: 202 with the job, or 400 with why it was refused."""
+    try:
+        job = request_job(params=params, user=request.user)
+    except UserFacingError as error:
+        return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
     return Response(JobOutput(job).data, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/jobs/{job.pk}/"})
 
 
@@ -108,18 +122,11 @@ class EvalSetImportApi(EvalOwnerAPIView):
     @extend_schema(request=EvalSetImportInput, responses={202: JobOutput}, summary="Import questions as a new frozen version (a job)")
     def post(self, request: Request) -> Response:
         data = _valid(self.EvalSetImportInput, request.data)
-        path = _save(data["file"])
-        job = job_create(
-            kind=Job.Kind.IMPORT_EVALSET,
-            params={
-                "path": str(path), "name": data["name"], "format": data.get("format"), "display_name": data["file"].name,
-                "mode": "extend" if data["extend"] else "replace", "base_version": data.get("base"),
-                "description": data["description"],
-            },
-            user=request.user,
+        params = EvalSetImportParams(
+            path=_save(data["file"]), name=data["name"], format=data.get("format"), display_name=data["file"].name,
+            mode="extend" if data["extend"] else "replace", base_version=data.get("base"), description=data["description"],
         )
-        job_enqueue(job)
-        return _accepted(job)
+        return _accepted(request_evalset_import, params, request)
 
 
 class RunOutput(serializers.ModelSerializer):
@@ -152,13 +159,10 @@ class RunListApi(EvalOwnerAPIView):
         parameters=[OpenApiParameter("evalset", str, description="NAME or NAME@VERSION")],
     )
     def get(self, request: Request) -> Response:
-        runs = Run.objects.select_related("version__eval_set", "judge_config").order_by("-created_at")
-        ref = request.query_params.get("evalset")
-        if ref:
-            name, _, number = ref.partition("@")
-            runs = runs.filter(version__eval_set__name=name)
-            if number.isdigit():
-                runs = runs.filter(version__number=int(number))
+        try:
+            runs = runs_on(request.query_params.get("evalset"))
+        except UserFacingError as error:
+            return Response({"evalset": [str(error)]}, status=400)
         paginator = LimitOffsetPagination()
         page = paginator.paginate_queryset(runs, request, view=self)
         return paginator.get_paginated_response(RunOutput(page, many=True).data)
@@ -216,7 +220,7 @@ class RunImportApi(EvalOwnerAPIView):
         name = serializers.SlugField(max_length=150)
         format = serializers.ChoiceField(choices=FORMATS, required=False)
         k = serializers.IntegerField(required=False, min_value=1)
-        gain = serializers.ChoiceField(choices=["exponential", "linear"], default="exponential")
+        gain = serializers.ChoiceField(choices=GAINS, default="exponential")
         chunks = serializers.FileField(required=False)
         judge_config = serializers.JSONField(required=False)
         system_config = serializers.JSONField(required=False)
@@ -234,20 +238,12 @@ class RunImportApi(EvalOwnerAPIView):
     @extend_schema(request=RunImportInput, responses={202: JobOutput}, summary="Import a run's rows, scored on the way in (a job)")
     def post(self, request: Request) -> Response:
         data = _valid(self.RunImportInput, request.data)
-        path = _save(data["file"])
-        chunks = _save(data["chunks"]) if data.get("chunks") else None
-        job = job_create(
-            kind=Job.Kind.IMPORT_RUN,
-            params={
-                "path": str(path), "evalset": data["evalset"], "name": data["name"], "format": data.get("format"),
-                "display_name": data["file"].name, "k": data.get("k"), "gain": data["gain"],
-                "judge_config": data.get("judge_config"), "system_config": data.get("system_config"),
-                "chunks_path": str(chunks) if chunks else None,
-            },
-            user=request.user,
+        params = RunImportParams(
+            path=_save(data["file"]), evalset=data["evalset"], name=data["name"], format=data.get("format"),
+            display_name=data["file"].name, k=data.get("k"), gain=data["gain"], judge_config=data.get("judge_config"),
+            system_config=data.get("system_config"), chunks_path=_save(data["chunks"]) if data.get("chunks") else None,
         )
-        job_enqueue(job)
-        return _accepted(job)
+        return _accepted(request_run_import, params, request)
 
 
 class GateApi(EvalOwnerAPIView):
@@ -271,24 +267,11 @@ class GateApi(EvalOwnerAPIView):
             candidate = run_by_ref(data["candidate"], evalset=data.get("evalset"))
         except UserFacingError as error:
             return Response({"detail": str(error)}, status=400)
-        if base.version_id != candidate.version_id:
-            return Response({"detail": f"{base.name} ran on {base.version.label} and {candidate.name} on {candidate.version.label}: comparisons are paired on one frozen version"}, status=400)
-        if base.pk == candidate.pk:
-            return Response({"detail": "the baseline and the candidate are the same run"}, status=400)
-        chosen, excluded = comparable_metrics(base, candidate, data["metrics"] or None)
-        if not chosen:
-            return Response({"detail": "nothing to compare", "excluded_metrics": excluded}, status=400)
-        job = job_create(
-            kind=Job.Kind.GATE,
-            params={
-                "base": base.pk, "candidate": candidate.pk, "metrics": data["metrics"],
-                "slice_by": None if data["slice_by"] == "none" else "type", "margin": data.get("margin"),
-                "margins": data["margins"], "lower_is_better": data["lower_is_better"],
-            },
-            user=request.user,
+        params = GateParams(
+            base=base.pk, candidate=candidate.pk, metrics=data["metrics"], slice_by=None if data["slice_by"] == "none" else "type",
+            margin=data.get("margin"), margins=data["margins"], lower_is_better=data["lower_is_better"],
         )
-        job_enqueue(job)
-        return _accepted(job)
+        return _accepted(request_gate, params, request)
 
 
 class ComparisonDetailApi(EvalOwnerAPIView):
@@ -307,8 +290,8 @@ def _valid(serializer_class: type[serializers.Serializer], data: object) -> dict
     return dict(serializer.validated_data)
 
 
-def _save(upload):  # type: ignore[no-untyped-def]
+def _save(upload) -> str:  # type: ignore[no-untyped-def]
     try:
-        return save_upload(upload)
+        return str(save_upload(upload))
     except UserFacingError as error:
         raise serializers.ValidationError({"file": [str(error)]}) from None

@@ -58,6 +58,8 @@ class CompareForm(forms.Form):
     margin = forms.FloatField(min_value=0.0, max_value=1000.0, initial=0.02, help_text="Largest drop you ship without discussion.")
     margins = forms.CharField(required=False, help_text="Per-metric margins, e.g. faithfulness=0.01, answer_relevance=0.1")
     metrics = forms.CharField(required=False, help_text="Comma-separated; empty for every shared metric.")
+    lower_is_better = forms.CharField(required=False, label="Lower is better",
+                                      help_text="Comma-separated metrics where a rise is a regression (latency, cost, ...).")
 
     def clean_margins(self) -> dict[str, float]:
         out = {}
@@ -73,21 +75,14 @@ class CompareForm(forms.Form):
         return out
 
     def clean_metrics(self) -> list[str]:
-        return [m.strip() for m in self.cleaned_data["metrics"].split(",") if m.strip()]
+        return _names(self.cleaned_data["metrics"])
 
-    def clean(self):
-        data = super().clean()
-        base, candidate = data.get("base"), data.get("candidate")
-        if base and candidate:
-            if base.pk == candidate.pk:
-                self.add_error("candidate", "Pick a different run from the baseline.")
-            elif base.version_id != candidate.version_id:
-                self.add_error(
-                    "candidate",
-                    f"{candidate.name} ran on {candidate.version.label} but the baseline on {base.version.label}: "
-                    "comparisons are paired on one frozen version.",
-                )
-        return data
+    def clean_lower_is_better(self) -> list[str]:
+        return _names(self.cleaned_data["lower_is_better"])
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 class RowFilterForm(forms.Form):

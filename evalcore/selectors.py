@@ -4,14 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, QuerySet
+import pandas as pd
+from django.db.models import Count, Q, QuerySet
 
 from .models import Comparison, EvalSet, EvalSetVersion, Row, Run
+from .services.names import parse_version_ref
 from .services.problems import UserFacingError
+from .services.summaries import NO_TYPE, slice_name
 
 
 class NotFound(UserFacingError):
     pass
+
+
+def versions_by_ref(ref: str) -> QuerySet[EvalSetVersion]:
+    """The versions ``NAME@V`` names (one), or every version of ``NAME``, newest first."""
+    parsed = parse_version_ref(ref)
+    versions = EvalSetVersion.objects.select_related("eval_set").filter(eval_set__name=parsed.name).order_by("-number")
+    return versions if parsed.number is None else versions.filter(number=parsed.number)
+
+
+def version_by_ref(ref: str) -> EvalSetVersion:
+    """Return the version ``NAME@V``, or the latest version of ``NAME``; :class:`NotFound` if there is none."""
+    version = versions_by_ref(ref).first()
+    if version is None:
+        raise NotFound(f"there is no eval set {ref!r}; import the questions first (import_evalset)")
+    return version
 
 
 def run_by_ref(ref: str, *, evalset: str | None = None) -> Run:
@@ -24,10 +42,7 @@ def run_by_ref(ref: str, *, evalset: str | None = None) -> Run:
         return run
     qs = qs.filter(name=ref)
     if evalset:
-        name, _, number = evalset.partition("@")
-        qs = qs.filter(version__eval_set__name=name)
-        if number:
-            qs = qs.filter(version__number=int(number)) if number.isdigit() else qs.none()
+        qs = qs.filter(version__in=versions_by_ref(evalset))
     runs = list(qs[:5])
     if not runs:
         where = f" on {evalset}" if evalset else ""
@@ -55,7 +70,7 @@ def run_rows(run: Run, *, qtype: str | None = None, metric: str | None = None, l
     """A run's rows, filtered by slice, by a metric's range and by text in the question or answer."""
     rows = Row.objects.filter(run=run).select_related("question").order_by("question__qid")
     if qtype is not None:
-        rows = rows.filter(question__qtype="" if qtype == "(no type)" else qtype)
+        rows = rows.filter(question__qtype="" if qtype == NO_TYPE else qtype)
     if metric:
         # only rows where the metric is defined: JSON null sorts above numbers on SQLite and below them on
         # PostgreSQL, so without this a range would let undefined scores (unanswerable, declined) through
@@ -65,10 +80,30 @@ def run_rows(run: Run, *, qtype: str | None = None, metric: str | None = None, l
         if high is not None:
             rows = rows.filter(**{f"scores__{metric}__lte": high})
     if search:
-        from django.db.models import Q
-
         rows = rows.filter(Q(question__text__icontains=search) | Q(answer__icontains=search) | Q(question__qid=search))
     return rows
+
+
+def runs_on(ref: str | None) -> QuerySet[Run]:
+    """Runs, newest first; only those on the eval set (version) ``ref`` names when given."""
+    runs = runs_list()
+    return runs.filter(version__in=versions_by_ref(ref)) if ref else runs
+
+
+def run_rows_frame(run: Run, *, metrics: list[str] | None = None) -> pd.DataFrame:
+    """Return a run's per-question scores: index question id, a ``type`` column, one column per metric."""
+    records = Row.objects.filter(run=run).values_list("question__qid", "question__qtype", "scores")
+    qids, types, scores = [], [], []
+    for qid, qtype, row_scores in records.iterator(chunk_size=5000):
+        qids.append(qid)
+        types.append(slice_name(qtype))
+        scores.append(row_scores)
+    frame = pd.DataFrame(scores, index=pd.Index(qids, name="question"))
+    frame = frame.apply(pd.to_numeric, errors="coerce") if len(frame.columns) else frame
+    if metrics is not None:
+        frame = frame.reindex(columns=metrics)
+    frame.insert(0, "type", types)
+    return frame.astype({c: float for c in frame.columns if c != "type"})
 
 
 def comparisons_list() -> QuerySet[Comparison]:

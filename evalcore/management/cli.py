@@ -1,18 +1,16 @@
-"""Run a job from a management command: inline in the embedded mode, on a worker otherwise,
-printing a progress bar on standard error either way."""
+"""Run a job from a management command through the one job lifecycle: inline in the embedded mode,
+on a worker otherwise, printing a progress bar on standard error either way."""
 
 from __future__ import annotations
 
 import sys
-import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
-from django.conf import settings
 from django.core.management.base import CommandError
 
 from ..models import Job
-from ..services import jobs
-from ..services.dispatch import run_job_handler
+from ..services.jobs import job_follow
 from ..services.problems import UserFacingError
 
 
@@ -44,44 +42,21 @@ class ProgressBar:
             self.stream.write("\n")
 
 
-def run_job_cli(*, kind: str, params: dict[str, Any], label: str, stderr: TextIO | None = None, quiet: bool = False) -> dict[str, Any]:
-    """Create a job and run it to the end; raise CommandError with the job's error on failure."""
-    stream = stderr or sys.stderr
-    bar = ProgressBar(stream, label)
-    job = jobs.job_create(kind=kind, params=params)
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        record = jobs.progress_reporter(job.pk)
+def run_job_cli(
+    request: Callable[..., Job], *, params: Any, label: str, stderr: TextIO | None = None, quiet: bool = False
+) -> dict[str, Any]:
+    """Ask for a job through its kind's request function, follow it to the end and return its result.
 
-        def both(done: int, total: int | None, message: str) -> None:
-            record(done, total, message)
-            if not quiet:
-                bar(done, total, message)
-
-        jobs.job_mark_running(job.pk)
-        try:
-            result = run_job_handler(job, progress=both)
-        except UserFacingError as error:
-            jobs.job_mark_finished(job.pk, error=str(error))
-            bar.close()
-            raise CommandError(str(error)) from None
-        except Exception as error:
-            jobs.job_mark_finished(job.pk, error=f"{type(error).__name__}: {error}")
-            bar.close()
-            raise
-        jobs.job_mark_finished(job.pk, result=result)
-        bar.close()
-        return result
-    from ..tasks import run_job
-
-    run_job.delay(job.pk)
-    while True:
-        time.sleep(0.3)
-        job = jobs.job_snapshot(Job.objects.get(pk=job.pk))
-        if not quiet:
-            bar(job.done, job.total, job.message or job.status)
-        if job.finished:
-            break
+    It runs here in the embedded mode and on a worker otherwise; either way the job row ends as
+    a page-started job's would. Refusals and failures become a :class:`CommandError` with the message.
+    """
+    bar = ProgressBar(stderr or sys.stderr, label)
+    try:
+        job = request(params=params, start=False)
+    except UserFacingError as error:
+        raise CommandError(str(error)) from None
+    job = job_follow(job, on_progress=(lambda *args: None) if quiet else bar)
     bar.close()
     if job.status == Job.Status.FAILED:
-        raise CommandError(job.error.split("\nTraceback")[0])
+        raise CommandError(job.error)
     return job.result

@@ -12,12 +12,8 @@ from django.utils import timezone
 
 
 class Job(models.Model):
-    class Kind(models.TextChoices):
-        IMPORT_EVALSET = "import_evalset", "Import eval set"
-        IMPORT_RUN = "import_run", "Import run"
-        GATE = "gate", "Compare and gate"
-        IMPORT_LABELS = "import_labels", "Import labels"
-        IMPORT_VERDICTS = "import_verdicts", "Import judge verdicts"
+    """One piece of long work. Its ``kind`` names a job kind an app registered
+    (``evalcore.services.jobs.register_job_kind``): evalcore does not list the other apps' kinds."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -25,7 +21,7 @@ class Job(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
 
-    kind = models.CharField(max_length=32, choices=Kind.choices)
+    kind = models.CharField(max_length=32)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     params = models.JSONField(default=dict, blank=True)
     done = models.PositiveIntegerField(default=0)
@@ -45,7 +41,13 @@ class Job(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.get_kind_display()} #{self.pk} ({self.status})"
+        return f"{self.kind_label} #{self.pk} ({self.status})"
+
+    @property
+    def kind_label(self) -> str:
+        from ..services.jobs import job_kind_label
+
+        return job_kind_label(self.kind)
 
     @property
     def finished(self) -> bool:

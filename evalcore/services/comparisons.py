@@ -8,6 +8,7 @@ metric migration).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +19,8 @@ from django.db import transaction
 from evalcore.engine import GateReport, gate_frame, overall_status
 
 from ..models import Comparison, GateDecisionRecord, Run
+from ..selectors import run_rows_frame
 from .problems import UserFacingError
-from .runs import run_rows_frame
 from .scoring import is_judge_metric
 
 Progress = Callable[[int, int | None, str], None]
@@ -71,6 +72,37 @@ def comparable_metrics(base: Run, candidate: Run, requested: Sequence[str] | Non
     return chosen, excluded
 
 
+def comparison_check(
+    *, base: Run, candidate: Run, metrics: Sequence[str] | None = None, slice_by: str | None = SLICE_COLUMN
+) -> tuple[list[str], dict[str, str]]:
+    """Refuse a comparison that cannot be made, with the reason; return the metrics to compare and why others are left out.
+
+    Called before a gate job is accepted (so a page or the API answers at once) and again when it runs.
+    """
+    if base.pk == candidate.pk:
+        raise ComparisonRefused("the baseline and the candidate are the same run; pick two runs")
+    if base.version_id != candidate.version_id:
+        raise ComparisonRefused(
+            f"{base.name!r} ran on {base.version.label} and {candidate.name!r} on {candidate.version.label}: "
+            f"comparisons are paired on one frozen eval set version. Run the baseline on {candidate.version.label} first"
+        )
+    if slice_by not in (None, SLICE_COLUMN):
+        raise ComparisonRefused(f"slices are by question type: use slice_by='{SLICE_COLUMN}' or none, not {slice_by!r}")
+    chosen, excluded = comparable_metrics(base, candidate, metrics)
+    if not chosen:
+        reasons = "; ".join(f"{m}: {why}" for m, why in excluded.items()) or "the runs share no metrics"
+        raise ComparisonRefused(f"nothing to compare: {reasons}")
+    return chosen, excluded
+
+
+def check_margins(*, margin: float | None = None, margins: Mapping[str, float] | None = None) -> None:
+    """Refuse a margin that is not a finite number of 0 or more (the largest drop tolerated)."""
+    named = {**({"every metric": margin} if margin is not None else {}), **(margins or {})}
+    for metric, value in named.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ComparisonRefused(f"the margin for {metric} must be 0 or more (a tolerated drop) and finite, got {value!r}")
+
+
 def compare_runs(
     *,
     base: Run,
@@ -87,24 +119,10 @@ def compare_runs(
     progress: Progress = _noop,
 ) -> ComparisonOutcome:
     """Gate ``candidate`` against ``base`` per metric and slice; log and return the decisions."""
-    if base.pk == candidate.pk:
-        raise ComparisonRefused("the baseline and the candidate are the same run; pick two runs")
-    if base.version_id != candidate.version_id:
-        raise ComparisonRefused(
-            f"{base.name!r} ran on {base.version.label} and {candidate.name!r} on {candidate.version.label}: "
-            f"comparisons are paired on one frozen eval set version. Run the baseline on {candidate.version.label} first"
-        )
-    if slice_by not in (None, SLICE_COLUMN):
-        raise ComparisonRefused(f"slices are by question type: use slice_by='{SLICE_COLUMN}' or none, not {slice_by!r}")
-    chosen, excluded = comparable_metrics(base, candidate, metrics)
-    if not chosen:
-        reasons = "; ".join(f"{m}: {why}" for m, why in excluded.items()) or "the runs share no metrics"
-        raise ComparisonRefused(f"nothing to compare: {reasons}")
+    chosen, excluded = comparison_check(base=base, candidate=candidate, metrics=metrics, slice_by=slice_by)
     default_margin = settings.GATE_DEFAULT_MARGIN if margin is None else float(margin)
     per_metric = {m: float((margins or {}).get(m, default_margin)) for m in chosen}
-    for m, value in per_metric.items():
-        if value < 0:
-            raise ComparisonRefused(f"the margin for {m} must be 0 or more (a tolerated drop), got {value}")
+    check_margins(margins=per_metric)
     iterations = settings.GATE_ITERATIONS if iterations is None else int(iterations)
     seed = settings.GATE_SEED if seed is None else int(seed)
 

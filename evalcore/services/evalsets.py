@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from django.db import IntegrityError, transaction
-
 from ..models import EvalSet, EvalSetVersion, Question
 from .fields import FieldError, as_bool, as_id, as_int, as_list, as_number, as_str_list, as_text, json_safe
+from .importing import about_file, create_once, in_batches, validated
+from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import Record, count_records, detect_format, read_records, read_trec_qrels
 
@@ -171,21 +171,11 @@ def _records(path: Path, fmt: str, name: str) -> Iterator[Record]:
 
 
 def _validated(path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector) -> Iterator[tuple[int, dict[str, Any]]]:
-    seen: dict[str, int] = {}
-    for record in _records(path, fmt, name):
-        try:
-            question = normalize_question(record.data, fmt=fmt, topics=topics)
-        except FieldError as error:
-            problems.add(record.line, error.field, error.message)
-            if problems.full:
-                problems.truncated = True
-                return
-            continue
-        if question["qid"] in seen:
-            problems.add(record.line, "id", f"question id {question['qid']!r} is used twice (first on line {seen[question['qid']]}); ids must be unique")
-            continue
-        seen[question["qid"]] = record.line
-        yield record.line, question
+    return validated(
+        _records(path, fmt, name), lambda data: normalize_question(data, fmt=fmt, topics=topics), problems,
+        key=lambda question: question["qid"],
+        duplicate=lambda qid, first: f"question id {qid!r} is used twice (first on line {first}); ids must be unique",
+    )
 
 
 def evalset_import(
@@ -210,7 +200,7 @@ def evalset_import(
     """
     display = display_name or path.name
     fmt = detect_format(path, fmt)
-    _check_name(name, display)
+    about_file(display, lambda: check_name(name, what="eval set"))
     if mode not in ("replace", "extend"):
         raise ImportFailed([ImportProblem(display, None, None, f"mode must be 'replace' or 'extend', got {mode!r}")])
     topics = _read_topics(topics_path)
@@ -256,62 +246,50 @@ def evalset_import(
     if mode == "extend" and not new_ids:
         raise ImportFailed([ImportProblem(display, None, None, f"every question in the file is already in {parent}: nothing to add")])
 
-    try:
-        with transaction.atomic():
-            eval_set, _ = EvalSet.objects.get_or_create(name=name, defaults={"description": description, "created_by": user})
-            eval_set = EvalSet.objects.select_for_update().get(pk=eval_set.pk)
-            latest = eval_set.versions.order_by("-number").first()
-            version = EvalSetVersion.objects.create(
-                eval_set=eval_set,
-                number=(latest.number + 1) if latest else 1,
-                parent=parent if mode == "extend" else latest,
-                content_hash=digest,
-                question_count=len(pairs),
-                source_name=display,
-                note=note,
-                created_by=user,
-            )
-            written = 0
-            batch: list[Question] = []
-            if mode == "extend" and parent is not None:
-                for q in parent.questions.all().iterator(chunk_size=WRITE_BATCH):
-                    batch.append(Question(version=version, **question_as_dict(q)))
-                    if len(batch) >= WRITE_BATCH:
-                        Question.objects.bulk_create(batch)
-                        batch = []
-            second_pass = ProblemCollector(display)
-            for _, question in _validated(path, fmt, display, topics, second_pass):
-                if question["qid"] not in new_ids:
-                    continue
-                batch.append(Question(version=version, **question))
-                if len(batch) >= WRITE_BATCH:
-                    Question.objects.bulk_create(batch)
-                    written += len(batch)
-                    batch = []
-                    progress(written, total, "writing")
-            if batch:
-                Question.objects.bulk_create(batch)
-            second_pass.raise_if_any()  # the file changed between passes
-            version.sealed = True
-            version.save(update_fields=["sealed"])
-    except IntegrityError:
-        existing = EvalSetVersion.objects.filter(eval_set__name=name, content_hash=digest).first()
-        if existing is None:
-            raise
-        return EvalSetImportResult(existing, False, f"Nothing new: {existing.label} already holds exactly these questions.")
+    def create() -> EvalSetVersion:
+        nonlocal eval_set
+        eval_set, _ = EvalSet.objects.get_or_create(name=name, defaults={"description": description, "created_by": user})
+        eval_set = EvalSet.objects.select_for_update().get(pk=eval_set.pk)
+        latest = eval_set.versions.order_by("-number").first()
+        version = EvalSetVersion.objects.create(
+            eval_set=eval_set,
+            number=(latest.number + 1) if latest else 1,
+            parent=parent if mode == "extend" else latest,
+            content_hash=digest,
+            question_count=len(pairs),
+            source_name=display,
+            note=note,
+            created_by=user,
+        )
+        inherited = (
+            (Question(version=version, **question_as_dict(q)) for q in parent.questions.all().iterator(chunk_size=WRITE_BATCH))
+            if mode == "extend" and parent is not None else iter(())
+        )
+        for batch in in_batches(inherited, WRITE_BATCH):
+            Question.objects.bulk_create(batch)
+        second_pass = ProblemCollector(display)
+        fresh = (
+            Question(version=version, **question)
+            for _, question in _validated(path, fmt, display, topics, second_pass) if question["qid"] in new_ids
+        )
+        written = 0
+        for batch in in_batches(fresh, WRITE_BATCH):
+            Question.objects.bulk_create(batch)
+            written += len(batch)
+            progress(written, total, "writing")
+        second_pass.raise_if_any()  # the file changed between passes
+        version.sealed = True
+        version.save(update_fields=["sealed"])
+        return version
+
+    version, created = create_once(
+        create, existing=lambda: EvalSetVersion.objects.filter(eval_set__name=name, content_hash=digest).first()
+    )
+    if not created:
+        return EvalSetImportResult(version, False, f"Nothing new: {version.label} already holds exactly these questions.")
     progress(len(pairs), len(pairs), "done")
     lineage = f", derived from v{version.parent.number}" if version.parent else ""
     return EvalSetImportResult(version, True, f"Created {version.label} with {version.question_count} questions{lineage}.")
-
-
-def _check_name(name: str, display: str) -> None:
-    from django.core.exceptions import ValidationError
-    from django.core.validators import validate_slug
-
-    try:
-        validate_slug(name)
-    except ValidationError:
-        raise ImportFailed([ImportProblem(display, None, None, f"eval set name {name!r} may use only letters, digits, - and _")]) from None
 
 
 def _resolve_parent(eval_set: EvalSet | None, number: int | None, display: str) -> EvalSetVersion | None:

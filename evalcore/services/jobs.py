@@ -1,4 +1,14 @@
-"""Jobs: long work run as Celery tasks, with progress that pages and the CLI can show.
+"""Jobs: long work (imports, gates) run as Celery tasks, with progress that pages and the CLI show.
+
+One lifecycle for every job, whoever starts it:
+
+* each app registers its job kinds (:func:`register_job_kind`): a name, a label, a frozen
+  parameters dataclass and the handler that calls the kind's service;
+* a door asks for work through the kind's request function, which checks what it can up front
+  and calls :func:`job_request` (create the job, start it once the transaction commits);
+* :func:`job_run` runs a job to the end and records its progress, result, import problems or
+  error. The Celery task and the CLI both call it, so a job stores the same things whichever
+  door started it.
 
 Progress is written to the cache at once (a task may be inside a long transaction, where a row
 update would stay invisible until commit) and to the job row when the task is not inside one.
@@ -6,8 +16,11 @@ update would stay invisible until commit) and to the job row when the task is no
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -16,16 +29,73 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from ..models import Job
+from .problems import ImportFailed, UserFacingError
+
+logger = logging.getLogger(__name__)
 
 PROGRESS_TTL = 24 * 3600
+Progress = Callable[[int, int | None, str], None]
+Handler = Callable[[Any, Job, Progress], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """A kind of job: what its parameters are and which service runs it."""
+
+    name: str
+    label: str
+    params: type
+    handler: Handler
+
+
+JOB_KINDS: dict[str, JobKind] = {}
+
+
+def register_job_kind(*, name: str, label: str, params: type) -> Callable[[Handler], Handler]:
+    """Register ``handler(params, job, progress) -> result`` as the runner of jobs of kind ``name``."""
+    if not dataclasses.is_dataclass(params):
+        raise TypeError(f"the parameters of job kind {name!r} must be a dataclass, got {params!r}")
+
+    def register(handler: Handler) -> Handler:
+        JOB_KINDS[name] = JobKind(name, label, params, handler)
+        return handler
+
+    return register
+
+
+def job_kind(name: str) -> JobKind:
+    try:
+        return JOB_KINDS[name]
+    except KeyError:
+        raise ValueError(f"no job kind {name!r} is registered (known: {', '.join(sorted(JOB_KINDS))})") from None
+
+
+def job_kind_label(name: str) -> str:
+    kind = JOB_KINDS.get(name)
+    return kind.label if kind else name.replace("_", " ")
+
+
+def _no_progress(done: int, total: int | None, message: str) -> None:
+    return None
 
 
 def _key(job_id: int) -> str:
     return f"job-progress:{job_id}"
 
 
-def job_create(*, kind: str, params: dict[str, Any], user: Any = None) -> Job:
-    return Job.objects.create(kind=kind, params=params, created_by=user if getattr(user, "pk", None) else None)
+def job_request(*, kind: str, params: Any, user: Any = None, start: bool = True) -> Job:
+    """Create a job of ``kind`` for ``params`` and, with ``start``, start it once the transaction commits.
+
+    Request functions of each kind call this after checking their parameters; the CLI passes
+    ``start=False`` and then follows the job with :func:`job_follow`.
+    """
+    spec = job_kind(kind)
+    if not isinstance(params, spec.params):
+        raise TypeError(f"job kind {kind!r} takes {spec.params.__name__}, got {type(params).__name__}")
+    job = Job.objects.create(kind=kind, params=dataclasses.asdict(params), created_by=user if getattr(user, "pk", None) else None)
+    if start:
+        job_enqueue(job)
+    return job
 
 
 def job_enqueue(job: Job) -> None:
@@ -33,7 +103,7 @@ def job_enqueue(job: Job) -> None:
 
     With a broker, the task goes to a Celery worker. In the embedded mode (tasks run in-process)
     a web request must not wait for it, so it runs in a background thread of the server process,
-    unless ``EMBEDDED_TASKS_IN_THREAD`` is off (tests, the CLI), where it runs inline.
+    unless ``EMBEDDED_TASKS_IN_THREAD`` is off (tests), where it runs inline.
     """
     from ..tasks import run_job
 
@@ -51,16 +121,45 @@ def job_enqueue(job: Job) -> None:
 
 
 def _run_in_thread(job_id: int) -> None:
-    from ..tasks import run_job
-
     try:
-        run_job.apply(args=(job_id,))
+        job_run(job_id)
     finally:
         close_old_connections()
         connection.close()
 
 
-def progress_reporter(job_id: int) -> Callable[[int, int | None, str], None]:
+def job_run(job_id: int, *, on_progress: Progress = _no_progress) -> Job | None:
+    """Run a job to the end, recording its progress and then its result, problems or error.
+
+    ``on_progress`` also receives every progress report (the CLI draws its bar with it). A job
+    that is already finished, or gone, is left alone.
+    """
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None or job.finished:
+        return job
+    spec = job_kind(job.kind)
+    record = progress_reporter(job_id)
+
+    def progress(done: int, total: int | None, message: str) -> None:
+        record(done, total, message)
+        on_progress(done, total, message)
+
+    Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING, started_at=timezone.now(), message="starting")
+    try:
+        result = spec.handler(spec.params(**job.params), job, progress)
+    except ImportFailed as error:
+        _finish(job_id, error=str(error), result={"problems": [p.as_dict() for p in error.problems]})
+    except UserFacingError as error:
+        _finish(job_id, error=str(error))
+    except Exception as error:  # a job must record why it failed, whatever failed
+        logger.exception("job %s (%s) failed", job_id, job.kind)
+        _finish(job_id, error=f"Internal error ({type(error).__name__}: {error}); the server log has the details.")
+    else:
+        _finish(job_id, result=result)
+    return Job.objects.get(pk=job_id)
+
+
+def progress_reporter(job_id: int) -> Progress:
     """Return a callback that records progress for the job (cheaply: at most every 0.5 s)."""
     last = [0.0]
 
@@ -76,15 +175,10 @@ def progress_reporter(job_id: int) -> Callable[[int, int | None, str], None]:
     return report
 
 
-def job_mark_running(job_id: int) -> None:
-    Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING, started_at=timezone.now(), message="starting")
-
-
-def job_mark_finished(job_id: int, *, result: dict[str, Any] | None = None, error: str = "") -> None:
-    status = Job.Status.FAILED if error else Job.Status.SUCCEEDED
+def _finish(job_id: int, *, result: dict[str, Any] | None = None, error: str = "") -> None:
     progress = cache.get(_key(job_id)) or {}
     Job.objects.filter(pk=job_id).update(
-        status=status,
+        status=Job.Status.FAILED if error else Job.Status.SUCCEEDED,
         result=result or {},
         error=error,
         finished_at=timezone.now(),
@@ -104,3 +198,26 @@ def job_snapshot(job: Job) -> Job:
             job.total = progress["total"]
             job.message = progress["message"]
     return job
+
+
+def job_follow(job: Job, *, on_progress: Progress = _no_progress, poll_seconds: float = 0.3) -> Job:
+    """Run a job created with ``start=False`` here (embedded mode) or on a worker, and wait for its end.
+
+    Either way the job row ends with the same status, result, problems or error as a job
+    started from a page.
+    """
+    import time
+
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        finished = job_run(job.pk, on_progress=on_progress)
+        assert finished is not None
+        return finished
+    from ..tasks import run_job
+
+    run_job.delay(job.pk)
+    while True:
+        time.sleep(poll_seconds)
+        current = job_snapshot(Job.objects.get(pk=job.pk))
+        on_progress(current.done, current.total, current.message or current.get_status_display())
+        if current.finished:
+            return current

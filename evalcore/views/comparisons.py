@@ -10,10 +10,10 @@ from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..charts import ForestRow, forest_plot_svg
 from ..forms import CompareForm
-from ..models import Comparison, Job
+from ..jobs import GateParams, request_gate
+from ..models import Comparison
 from ..selectors import changed_rows, comparisons_list
-from ..services.comparisons import comparable_metrics
-from ..services.jobs import job_create, job_enqueue
+from ..services.problems import UserFacingError
 
 
 @require_http_methods(["GET", "POST"])
@@ -23,20 +23,18 @@ def compare(request: HttpRequest) -> HttpResponse:
     form = CompareForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        chosen, excluded = comparable_metrics(data["base"], data["candidate"], data["metrics"] or None)
-        if not chosen:
-            form.add_error(None, "Nothing to compare: " + "; ".join(f"{m}: {why}" for m, why in excluded.items()))
-        else:
-            job = job_create(
-                kind=Job.Kind.GATE,
-                params={
-                    "base": data["base"].pk, "candidate": data["candidate"].pk, "metrics": data["metrics"],
-                    "slice_by": None if data["slice_by"] == "none" else "type", "margin": data["margin"],
-                    "margins": data["margins"],
-                },
+        try:
+            job = request_gate(
+                params=GateParams(
+                    base=data["base"].pk, candidate=data["candidate"].pk, metrics=data["metrics"],
+                    slice_by=None if data["slice_by"] == "none" else "type", margin=data["margin"], margins=data["margins"],
+                    lower_is_better=data["lower_is_better"],
+                ),
                 user=request.user,
             )
-            job_enqueue(job)
+        except UserFacingError as error:
+            form.add_error(None, str(error))
+        else:
             url = reverse("evalcore:job", args=[job.pk])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     status = 400 if request.method == "POST" else 200

@@ -10,9 +10,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..forms import EvalSetImportForm
-from ..models import EvalSetVersion, Job
+from ..jobs import EvalSetImportParams, request_evalset_import
+from ..models import EvalSetVersion
 from ..selectors import evalsets_with_versions, version_runs
-from ..services.jobs import job_create, job_enqueue
 from ..services.problems import UserFacingError
 from ..services.uploads import save_upload
 
@@ -22,22 +22,19 @@ from ..services.uploads import save_upload
 def evalset_list(request: HttpRequest) -> HttpResponse:
     form = EvalSetImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
         try:
-            path = save_upload(form.cleaned_data["file"])
+            job = request_evalset_import(
+                params=EvalSetImportParams(
+                    path=str(save_upload(data["file"])), name=data["name"], format=data["format"] or None,
+                    display_name=data["file"].name, mode="extend" if data["extend"] else "replace",
+                    description=data["description"],
+                ),
+                user=request.user,
+            )
         except UserFacingError as error:
             form.add_error("file", str(error))
         else:
-            job = job_create(
-                kind=Job.Kind.IMPORT_EVALSET,
-                params={
-                    "path": str(path), "name": form.cleaned_data["name"], "format": form.cleaned_data["format"] or None,
-                    "display_name": form.cleaned_data["file"].name,
-                    "mode": "extend" if form.cleaned_data["extend"] else "replace",
-                    "description": form.cleaned_data["description"],
-                },
-                user=request.user,
-            )
-            job_enqueue(job)
             url = reverse("evalcore:job", args=[job.pk])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     status = 400 if request.method == "POST" else 200

@@ -11,9 +11,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..forms import RowFilterForm, RunImportForm
-from ..models import Job, Row, Run
+from ..jobs import RunImportParams, request_run_import
+from ..models import Row, Run
 from ..selectors import run_rows, runs_list
-from ..services.jobs import job_create, job_enqueue
 from ..services.problems import UserFacingError
 from ..services.scoring import is_judge_metric
 from ..services.uploads import save_upload
@@ -24,24 +24,20 @@ from ..services.uploads import save_upload
 def run_list(request: HttpRequest) -> HttpResponse:
     form = RunImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
         try:
-            path = save_upload(form.cleaned_data["file"])
-            chunks = save_upload(form.cleaned_data["chunks"]) if form.cleaned_data.get("chunks") else None
-        except UserFacingError as error:
-            form.add_error("file", str(error))
-        else:
-            job = job_create(
-                kind=Job.Kind.IMPORT_RUN,
-                params={
-                    "path": str(path), "evalset": form.cleaned_data["evalset"], "name": form.cleaned_data["name"],
-                    "format": form.cleaned_data["format"] or None, "display_name": form.cleaned_data["file"].name,
-                    "k": form.cleaned_data["k"], "gain": form.cleaned_data["gain"],
-                    "judge_config": form.cleaned_data["judge_config"], "system_config": form.cleaned_data["system_config"],
-                    "chunks_path": str(chunks) if chunks else None,
-                },
+            job = request_run_import(
+                params=RunImportParams(
+                    path=str(save_upload(data["file"])), evalset=data["evalset"], name=data["name"],
+                    format=data["format"] or None, display_name=data["file"].name, k=data["k"], gain=data["gain"],
+                    judge_config=data["judge_config"], system_config=data["system_config"],
+                    chunks_path=str(save_upload(data["chunks"])) if data.get("chunks") else None,
+                ),
                 user=request.user,
             )
-            job_enqueue(job)
+        except UserFacingError as error:
+            form.add_error(None, str(error))
+        else:
             url = reverse("evalcore:job", args=[job.pk])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     status = 400 if request.method == "POST" else 200

@@ -1,34 +1,84 @@
-"""Job handlers of the labelling app (registered with evalcore's job dispatcher)."""
+"""The labelling app's job kinds: import labels made elsewhere, import a new judge config's verdicts.
+
+Registered with evalcore's one job lifecycle (:mod:`evalcore.services.jobs`); each kind has a
+parameters dataclass and one request function that every door calls.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.urls import reverse
 
 from evalcore.models import Job
-from evalcore.services.dispatch import job_handler
+from evalcore.services.jobs import Progress, job_request, register_job_kind
+from evalcore.services.judge_configs import normalize_judge_config
+from evalcore.services.problems import UserFacingError
 
 from .models import Campaign
 from .services.examples import verdicts_import
 from .services.labels_io import labels_import
 
+IMPORT_LABELS = "import_labels"
+IMPORT_VERDICTS = "import_verdicts"
 
-@job_handler(Job.Kind.IMPORT_LABELS)
-def _import_labels(job: Job, progress: Any) -> dict[str, Any]:
-    params = job.params
-    campaign = Campaign.objects.get(name=params["campaign"])
-    result = labels_import(campaign=campaign, path=Path(params["path"]), display_name=params.get("display_name"), progress=progress)
+
+def _campaign(name: str) -> Campaign:
+    campaign = Campaign.objects.filter(name=name).first()
+    if campaign is None:
+        raise UserFacingError(f"there is no campaign named {name!r}")
+    return campaign
+
+
+def _check_file(path: str) -> None:
+    if not Path(path).is_file():
+        raise UserFacingError(f"{path}: no such file")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelImportParams:
+    campaign: str
+    path: str
+    display_name: str | None = None
+
+
+def request_labels_import(*, params: LabelImportParams, user: Any = None, start: bool = True) -> Job:
+    """Accept a label import as a job, or refuse it at once (no such campaign or file)."""
+    _campaign(params.campaign)
+    _check_file(params.path)
+    return job_request(kind=IMPORT_LABELS, params=params, user=user, start=start)
+
+
+@register_job_kind(name=IMPORT_LABELS, label="Import labels", params=LabelImportParams)
+def _import_labels(params: LabelImportParams, job: Job, progress: Progress) -> dict[str, Any]:
+    campaign = _campaign(params.campaign)
+    result = labels_import(campaign=campaign, path=Path(params.path), display_name=params.display_name, progress=progress)
     return {"message": result.message, "created": result.created, "url": reverse("labelling:campaign", args=[campaign.name])}
 
 
-@job_handler(Job.Kind.IMPORT_VERDICTS)
-def _import_verdicts(job: Job, progress: Any) -> dict[str, Any]:
-    params = job.params
-    campaign = Campaign.objects.get(name=params["campaign"])
+@dataclass(frozen=True, kw_only=True)
+class VerdictImportParams:
+    campaign: str
+    path: str
+    judge_config: dict[str, Any]
+    display_name: str | None = None
+
+
+def request_verdicts_import(*, params: VerdictImportParams, user: Any = None, start: bool = True) -> Job:
+    """Accept an import of a new judge config's verdicts as a job, or refuse it at once."""
+    _campaign(params.campaign)
+    _check_file(params.path)
+    normalize_judge_config(params.judge_config)
+    return job_request(kind=IMPORT_VERDICTS, params=params, user=user, start=start)
+
+
+@register_job_kind(name=IMPORT_VERDICTS, label="Import judge verdicts", params=VerdictImportParams)
+def _import_verdicts(params: VerdictImportParams, job: Job, progress: Progress) -> dict[str, Any]:
+    campaign = _campaign(params.campaign)
     verdict_set, created, message = verdicts_import(
-        campaign=campaign, path=Path(params["path"]), judge_config=params["judge_config"], display_name=params.get("display_name"),
+        campaign=campaign, path=Path(params.path), judge_config=params.judge_config, display_name=params.display_name,
         user=job.created_by,
     )
     return {"message": message, "created": created, "verdict_set": verdict_set.pk,

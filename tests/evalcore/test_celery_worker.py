@@ -19,8 +19,8 @@ import pytest
 from celery.signals import task_prerun
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from evalcore.jobs import RunImportParams, request_run_import
 from evalcore.models import EvalSetVersion, Job, Run
-from evalcore.services.jobs import job_create
 from labelstudio_lite.celery import app
 
 from .conftest import QUESTIONS, ok_rows, subprocess_env, write_jsonl
@@ -105,9 +105,9 @@ def test_a_separate_celery_worker_process_runs_a_job_on_the_test_database(settin
             cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
         try:
-            job = job_create(
-                kind=Job.Kind.IMPORT_RUN, user=owner,
-                params={"path": str(rows), "evalset": "support", "name": "from-worker", "k": 3, "display_name": "rows.jsonl"},
+            job = request_run_import(
+                params=RunImportParams(path=str(rows), evalset="support", name="from-worker", k=3, display_name="rows.jsonl"),
+                user=owner, start=False,
             )
             run_job.delay(job.pk)
             finished = wait_for(job.pk, timeout=120)

@@ -402,7 +402,7 @@ def test_the_gate_command_exits_1_for_runs_on_different_versions(synthetic, tmp_
 
 def test_the_gate_command_exits_1_for_a_negative_margin(synthetic):
     code, _, err = gate("--base", "base", "--candidate", "same", "--margin", "-0.1")
-    assert code == 1 and "--margin must be 0 or more" in err
+    assert code == 1 and "margin for every metric must be 0 or more" in err
 
 
 def test_the_gate_command_raises_command_error_when_called_from_python(synthetic):

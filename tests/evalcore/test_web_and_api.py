@@ -11,10 +11,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
+from evalcore.jobs import IMPORT_RUN
 from evalcore.models import Comparison, EvalSetVersion, Job, Row, Run
 from evalcore.services.comparisons import compare_runs
 from evalcore.services.evalsets import evalset_import
-from evalcore.services.jobs import job_create, progress_reporter
+from evalcore.services.jobs import progress_reporter
 from evalcore.services.runs import run_import
 
 from .conftest import JUDGE, QUESTIONS, db_counts, ok_row, ok_rows, write_jsonl
@@ -51,7 +52,7 @@ def world(big_version, tmp_path, owner):
     cand_rows = [ok_row(qid, claims=[{"text": "A.", "supported": False}]) for qid in ALL_IDS[:15]]
     cand = run_import(path=write_jsonl(tmp_path / "cand.jsonl", cand_rows), evalset="support", name="cand", k=3, judge_config=JUDGE).run
     comparison = compare_runs(base=base, candidate=cand, user=owner).comparison
-    job = job_create(kind=Job.Kind.IMPORT_RUN, params={}, user=owner)
+    job = Job.objects.create(kind=IMPORT_RUN, params={}, created_by=owner)
     row = Row.objects.filter(run=base).first()
     return {"version": big_version, "base": base, "cand": cand, "comparison": comparison, "job": job, "row": row}
 
@@ -287,7 +288,7 @@ def test_an_api_gate_across_versions_is_refused_with_a_message(owner_client, wor
     run_import(path=write_jsonl(tmp_path / "r.jsonl", [ok_row("q1")]), evalset="support@2", name="newer", k=3)
     response = owner_client.post("/api/gate/", {"base": f"#{world['base'].pk}", "candidate": "newer"}, content_type="application/json")
     assert response.status_code == 400
-    assert "paired on one frozen version" in response.json()["detail"]
+    assert "paired on one frozen eval set version" in response.json()["detail"]
 
 
 def test_a_bad_api_upload_ends_failed_with_its_problems(owner_client, version):
@@ -415,7 +416,7 @@ def test_the_compare_form_refuses_runs_on_different_versions(owner_client, world
         "base": world["base"].pk, "candidate": newer.pk, "slice_by": "type", "margin": 0.02,
     })
     assert response.status_code == 400
-    assert "comparisons are paired on one frozen version" in response.content.decode()
+    assert "comparisons are paired on one frozen eval set version" in response.content.decode()
     assert not Job.objects.filter(kind="gate").exists()
 
 
@@ -427,7 +428,7 @@ def test_the_jobs_page_lists_every_job_with_its_status_and_result_link(owner_cli
 
 
 def test_the_job_page_shows_progress_while_the_job_runs(owner_client, owner):
-    job = job_create(kind=Job.Kind.IMPORT_RUN, params={}, user=owner)
+    job = Job.objects.create(kind=IMPORT_RUN, params={}, created_by=owner)
     Job.objects.filter(pk=job.pk).update(status="running")
     progress_reporter(job.pk)(1000, 5000, "validating")
     page = owner_client.get(reverse("evalcore:job", args=[job.pk])).content.decode()

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from evalcore.models import Job
 from evalcore.services.problems import ImportFailed
+from labelstudio_lite.labelling.jobs import IMPORT_VERDICTS
 from labelstudio_lite.labelling.models import Campaign, Verdict, VerdictSet
 from labelstudio_lite.labelling.services.examples import verdicts_import
 
@@ -179,7 +180,7 @@ def test_the_command_imports_verdicts_and_names_the_verdict_set(case, campaign, 
     verdict_set = VerdictSet.objects.get(campaign=campaign)
     assert out.startswith("Imported 200 verdicts of ")
     assert f"verdict set: {verdict_set.pk}" in out
-    assert Job.objects.get(kind=Job.Kind.IMPORT_VERDICTS).status == Job.Status.SUCCEEDED
+    assert Job.objects.get(kind=IMPORT_VERDICTS).status == Job.Status.SUCCEEDED
 
 
 def test_the_command_run_twice_says_nothing_new(case, campaign, tmp_path, tuned_config):
@@ -201,7 +202,7 @@ def test_the_command_reports_every_bad_line_and_imports_nothing(case, campaign, 
     for line in ("line 3, field 'question_id'", "line 5, field 'supported'", "line 7, field 'question_id'"):
         assert line in str(caught.value)
     assert nothing_imported()
-    assert Job.objects.get(kind=Job.Kind.IMPORT_VERDICTS).status == Job.Status.FAILED
+    assert Job.objects.get(kind=IMPORT_VERDICTS).status == Job.Status.FAILED
 
 
 def test_the_command_refuses_the_runs_own_judge_config(case, campaign, tmp_path):
@@ -244,7 +245,7 @@ def upload(client, campaign, records, config, name="tuned.jsonl"):
 def test_the_upload_page_imports_verdicts_as_a_job_and_links_to_their_report(case, campaign, owner, owner_client):
     response = upload(owner_client, campaign, good_records(case), TUNED_JUDGE)
 
-    job = Job.objects.get(kind=Job.Kind.IMPORT_VERDICTS)
+    job = Job.objects.get(kind=IMPORT_VERDICTS)
     assert response.status_code == 302 and response["Location"] == reverse("evalcore:job", args=[job.pk])
     assert job.status == Job.Status.SUCCEEDED and job.created_by == owner
     verdict_set = VerdictSet.objects.get(campaign=campaign)
@@ -259,7 +260,7 @@ def test_the_same_upload_twice_creates_nothing_new(case, campaign, owner_client)
 
     upload(owner_client, campaign, good_records(case), TUNED_JUDGE)
 
-    second = Job.objects.filter(kind=Job.Kind.IMPORT_VERDICTS).order_by("pk").last()
+    second = Job.objects.filter(kind=IMPORT_VERDICTS).order_by("pk").last()
     assert second.status == Job.Status.SUCCEEDED and second.result["created"] is False
     assert second.result["message"].startswith("Nothing new")
     assert VerdictSet.objects.count() == 1 and Verdict.objects.count() == 200
@@ -268,7 +269,7 @@ def test_the_same_upload_twice_creates_nothing_new(case, campaign, owner_client)
 def test_a_bad_upload_fails_its_job_with_numbered_lines_and_imports_nothing(case, campaign, owner_client):
     upload(owner_client, campaign, bad_records(case), TUNED_JUDGE, name="bad.jsonl")
 
-    job = Job.objects.get(kind=Job.Kind.IMPORT_VERDICTS)
+    job = Job.objects.get(kind=IMPORT_VERDICTS)
     assert job.status == Job.Status.FAILED
     assert [(p["line"], p["field"]) for p in job.result["problems"]] == [(3, "question_id"), (5, "supported"), (7, "question_id")]
     assert "bad.jsonl, line 5, field 'supported'" in job.error
@@ -280,7 +281,7 @@ def test_a_bad_upload_fails_its_job_with_numbered_lines_and_imports_nothing(case
 def test_an_upload_with_the_runs_own_judge_config_fails_with_the_reason(case, campaign, owner_client):
     upload(owner_client, campaign, good_records(case), JUDGE)
 
-    job = Job.objects.get(kind=Job.Kind.IMPORT_VERDICTS)
+    job = Job.objects.get(kind=IMPORT_VERDICTS)
     assert job.status == Job.Status.FAILED and "the run's own judge config" in job.error
     assert nothing_imported()
 

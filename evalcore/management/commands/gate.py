@@ -5,13 +5,17 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ...models import Comparison, Job
+from evalcore.engine import STATUSES
+
+from ...jobs import GateParams, request_gate
+from ...models import Comparison
 from ...selectors import run_by_ref
 from ...services.comparisons import comparison_as_dict
 from ...services.problems import UserFacingError
 from ..cli import run_job_cli
 
-EXIT = {"pass": 0, "review": 3, "block": 4}
+#: Exit codes for CI: pass 0, review 3, block 4 (and 1 for an error, as every failed command).
+EXIT = dict(zip(STATUSES, (0, 3, 4)))
 
 
 def _margin_pair(text: str) -> tuple[str, float]:
@@ -44,25 +48,20 @@ class Command(BaseCommand):
             candidate = run_by_ref(options["candidate"], evalset=options["evalset"])
         except UserFacingError as error:
             raise CommandError(str(error)) from None
-        if options["margin"] is not None and options["margin"] < 0:
-            raise CommandError("--margin must be 0 or more: it is the largest drop you accept")
-        result = run_job_cli(
-            kind=Job.Kind.GATE,
-            params={
-                "base": base.pk, "candidate": candidate.pk, "metrics": options["metrics"] or [],
-                "slice_by": None if options["slice_by"] == "none" else "type", "margin": options["margin"],
-                "margins": dict(_margin_pair(m) for m in options["margin_for"]),
-                "lower_is_better": options["lower_is_better"],
-            },
-            label="gate", stderr=self.stderr, quiet=options["json"],
+        params = GateParams(
+            base=base.pk, candidate=candidate.pk, metrics=options["metrics"] or [],
+            slice_by=None if options["slice_by"] == "none" else "type", margin=options["margin"],
+            margins=dict(_margin_pair(m) for m in options["margin_for"]), lower_is_better=options["lower_is_better"],
         )
+        result = run_job_cli(request_gate, params=params, label="gate", stderr=self.stderr, quiet=options["json"])
         comparison = Comparison.objects.select_related("base__version__eval_set", "candidate").get(pk=result["comparison_id"])
         data = comparison_as_dict(comparison)
         if options["json"]:
             self.stdout.write(json.dumps(data, indent=2))
         else:
             self.stdout.write(render_table(data))
-        sys.exit(EXIT[comparison.overall]) if comparison.overall != "pass" else None
+        if EXIT[comparison.overall]:
+            sys.exit(EXIT[comparison.overall])
 
 
 def _fmt(value, signed=False):
@@ -89,7 +88,7 @@ def render_table(data: dict) -> str:
     worst = [d for d in data["decisions"] if d["status"] == data["overall"] and d["slice"] == "all"] or [
         d for d in data["decisions"] if d["status"] == data["overall"]
     ]
-    reason = f"  ({worst[0]['message']}{'' if worst[0]['slice'] == 'all' else ' in slice ' + worst[0]['slice']})" if worst and data["overall"] != "pass" else ""
+    reason = f"  ({worst[0]['message']}{'' if worst[0]['slice'] == 'all' else ' in slice ' + worst[0]['slice']})" if worst and EXIT[data["overall"]] else ""
     lines += ["", f"OVERALL: {data['overall'].upper()}{reason}"]
     for metric, why in data["excluded_metrics"].items():
         lines.append(f"not compared: {metric}: {why}")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ...models import Job
+from ...jobs import EvalSetImportParams, request_evalset_import
 from ...services.readers import FORMATS
 from ..cli import run_job_cli
 
@@ -26,15 +26,13 @@ class Command(BaseCommand):
         path: Path = options["file"]
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
-        result = run_job_cli(
-            kind=Job.Kind.IMPORT_EVALSET,
-            params={
-                "path": str(path.resolve()), "name": options["name"], "format": options["format"], "display_name": path.name,
-                "mode": "extend" if options["extend"] else "replace", "base_version": options["base"],
-                "topics_path": str(options["topics"].resolve()) if options["topics"] else None,
-                "description": options["description"],
-            },
-            label=f"import {path.name}", stderr=self.stderr, quiet=options["quiet"],
+        if options["topics"] and not options["topics"].is_file():
+            raise CommandError(f"{options['topics']}: no such file (topics)")
+        params = EvalSetImportParams(
+            path=str(path.resolve()), name=options["name"], format=options["format"], display_name=path.name,
+            mode="extend" if options["extend"] else "replace", base_version=options["base"],
+            topics_path=str(options["topics"].resolve()) if options["topics"] else None, description=options["description"],
         )
+        result = run_job_cli(request_evalset_import, params=params, label=f"import {path.name}", stderr=self.stderr, quiet=options["quiet"])
         self.stdout.write(result["message"])
         self.stdout.write(f"version: {result['eval_set']}@{result['version']}")

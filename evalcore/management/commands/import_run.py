@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ...models import Job
+from ...jobs import RunImportParams, request_run_import
 from ...services.readers import FORMATS
 from ..cli import run_job_cli
 
@@ -46,16 +46,12 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: no such file")
         if options["chunks"] and not options["chunks"].is_file():
             raise CommandError(f"{options['chunks']}: no such file (chunk map)")
-        result = run_job_cli(
-            kind=Job.Kind.IMPORT_RUN,
-            params={
-                "path": str(path.resolve()), "evalset": options["evalset"], "name": options["name"],
-                "format": options["format"], "display_name": path.name, "k": options["k"], "gain": options["gain"],
-                "judge_config": _json_file(options["judge_config"], "judge config"),
-                "system_config": _json_file(options["system_config"], "system config"),
-                "chunks_path": str(options["chunks"].resolve()) if options["chunks"] else None,
-                "description": options["description"],
-            },
-            label=f"import {path.name}", stderr=self.stderr, quiet=options["quiet"],
+        params = RunImportParams(
+            path=str(path.resolve()), evalset=options["evalset"], name=options["name"], format=options["format"],
+            display_name=path.name, k=options["k"], gain=options["gain"],
+            judge_config=_json_file(options["judge_config"], "judge config"),
+            system_config=_json_file(options["system_config"], "system config"),
+            chunks_path=str(options["chunks"].resolve()) if options["chunks"] else None, description=options["description"],
         )
+        result = run_job_cli(request_run_import, params=params, label=f"import {path.name}", stderr=self.stderr, quiet=options["quiet"])
         self.stdout.write(result["message"])

@@ -19,9 +19,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from evalcore.services.fields import FieldError, as_bool, as_id, as_int, as_text
+from evalcore.services.judge_configs import judge_config_get_or_create, normalize_judge_config
 from evalcore.services.problems import ImportFailed, ImportProblem, ProblemCollector, UserFacingError
 from evalcore.services.readers import container_of, read_records
-from evalcore.services.runs import judge_config_get_or_create, normalize_judge_config
 
 from ..models import Campaign, ExportRecord, Item, Label, Verdict, VerdictSet
 from ..selectors import final_labels

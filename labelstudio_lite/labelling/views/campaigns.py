@@ -8,14 +8,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evalcore.models import Job
-from evalcore.services.jobs import job_create, job_enqueue
 from evalcore.services.problems import UserFacingError
 from evalcore.services.uploads import save_upload
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner
 from ..forms import AdjudicationForm, AnnotatorsForm, CampaignForm, LabelImportForm
+from ..jobs import LabelImportParams, request_labels_import
 from ..models import Campaign, Label
 from ..selectors import annotator_agreement, blind_item, campaign_progress, disagreement_items, final_labels
 from ..services.adjudication import adjudicate
@@ -165,15 +164,12 @@ def import_labels_view(request: HttpRequest, name: str) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Choose a CSV or JSON Lines file of labels.")
         return redirect(reverse("labelling:campaign", args=[campaign.name]))
+    upload = form.cleaned_data["file"]
     try:
-        path = save_upload(form.cleaned_data["file"])
+        job = request_labels_import(
+            params=LabelImportParams(campaign=campaign.name, path=str(save_upload(upload)), display_name=upload.name), user=request.user
+        )
     except UserFacingError as error:
         messages.error(request, str(error))
         return redirect(reverse("labelling:campaign", args=[campaign.name]))
-    job = job_create(
-        kind=Job.Kind.IMPORT_LABELS,
-        params={"campaign": campaign.name, "path": str(path), "display_name": form.cleaned_data["file"].name},
-        user=request.user,
-    )
-    job_enqueue(job)
     return redirect(reverse("evalcore:job", args=[job.pk]))

@@ -10,13 +10,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalcore.charts import confusion_heatmap_svg, slice_intervals_svg
-from evalcore.models import Job
-from evalcore.services.jobs import job_create, job_enqueue
 from evalcore.services.problems import UserFacingError
 from evalcore.services.uploads import save_upload
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner
+from ..jobs import VerdictImportParams, request_verdicts_import
 from ..models import ExportRecord, VerdictSet
 from ..services.campaigns import campaign_fresh_heldout
 from ..services.examples import FORMATS, disagreements_export
@@ -148,16 +147,16 @@ def verdicts_upload(request: HttpRequest, name: str) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Verdicts: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
         return redirect(reverse("labelling:report", args=[campaign.name]))
+    upload = form.cleaned_data["file"]
     try:
-        path = save_upload(form.cleaned_data["file"])
+        job = request_verdicts_import(
+            params=VerdictImportParams(campaign=campaign.name, path=str(save_upload(upload)), display_name=upload.name,
+                                       judge_config=form.cleaned_data["judge_config"]),
+            user=request.user,
+        )
     except UserFacingError as error:
         messages.error(request, str(error))
         return redirect(reverse("labelling:report", args=[campaign.name]))
-    job = job_create(kind=Job.Kind.IMPORT_VERDICTS, params={
-        "campaign": campaign.name, "path": str(path), "display_name": form.cleaned_data["file"].name,
-        "judge_config": form.cleaned_data["judge_config"],
-    }, user=request.user)
-    job_enqueue(job)
     return redirect(reverse("evalcore:job", args=[job.pk]))
 
 

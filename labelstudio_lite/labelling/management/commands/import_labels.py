@@ -5,9 +5,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from evalcore.management.cli import run_job_cli
-from evalcore.models import Job
 
-from ...models import Campaign
+from ...jobs import LabelImportParams, request_labels_import
 
 
 class Command(BaseCommand):
@@ -22,11 +21,6 @@ class Command(BaseCommand):
         path: Path = options["file"]
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
-        if not Campaign.objects.filter(name=options["campaign"]).exists():
-            raise CommandError(f"there is no campaign named {options['campaign']!r}")
-        result = run_job_cli(
-            kind=Job.Kind.IMPORT_LABELS,
-            params={"campaign": options["campaign"], "path": str(path.resolve()), "display_name": path.name},
-            label=f"import {path.name}", stderr=self.stderr, quiet=options["quiet"],
-        )
+        params = LabelImportParams(campaign=options["campaign"], path=str(path.resolve()), display_name=path.name)
+        result = run_job_cli(request_labels_import, params=params, label=f"import {path.name}", stderr=self.stderr, quiet=options["quiet"])
         self.stdout.write(result["message"])

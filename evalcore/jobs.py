@@ -1,0 +1,175 @@
+"""evalcore's job kinds: import an eval set, import a run, compare and gate.
+
+Each kind has a frozen parameters dataclass (stored as the job's params), one request function
+that every door calls (page, API, CLI) and that refuses what it can refuse before a job exists,
+and a handler that calls the kind's service when the job runs (see :mod:`evalcore.services.jobs`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .models import Job, Run
+from .selectors import NotFound, version_by_ref
+from .services.comparisons import SLICE_COLUMN, check_margins, compare_runs, comparison_check
+from .services.evalsets import EvalSetImportResult, evalset_import
+from .services.jobs import Progress, job_request, register_job_kind
+from .services.judge_configs import normalize_judge_config
+from .services.names import check_name
+from .services.problems import ImportFailed, ImportProblem, UserFacingError
+from .services.readers import detect_format
+from .services.runs import GAINS, run_import
+
+IMPORT_EVALSET = "import_evalset"
+IMPORT_RUN = "import_run"
+GATE = "gate"
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+def _check_file(path: str, display: str | None, fmt: str | None) -> None:
+    file = Path(path)
+    if not file.is_file():
+        raise ImportFailed([ImportProblem(display or file.name, None, None, "no such file")])
+    detect_format(file, fmt)
+
+
+# ----------------------------------------------------------------------------------------------
+# Import an eval set
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalSetImportParams:
+    path: str
+    name: str
+    format: str | None = None
+    display_name: str | None = None
+    mode: str = "replace"
+    base_version: int | None = None
+    topics_path: str | None = None
+    description: str = ""
+
+
+def request_evalset_import(*, params: EvalSetImportParams, user: Any = None, start: bool = True) -> Job:
+    """Accept an eval set import as a job, or refuse it at once (bad name, format or mode)."""
+    check_name(params.name, what="eval set")
+    _check_file(params.path, params.display_name, params.format)
+    if params.mode not in ("replace", "extend"):
+        raise UserFacingError(f"mode must be 'replace' or 'extend', got {params.mode!r}")
+    return job_request(kind=IMPORT_EVALSET, params=params, user=user, start=start)
+
+
+def evalset_result(result: EvalSetImportResult) -> dict[str, Any]:
+    return {
+        "created": result.created,
+        "message": result.message,
+        "version_id": result.version.pk,
+        "eval_set": result.version.eval_set.name,
+        "version": result.version.number,
+    }
+
+
+@register_job_kind(name=IMPORT_EVALSET, label="Import eval set", params=EvalSetImportParams)
+def _import_evalset(params: EvalSetImportParams, job: Job, progress: Progress) -> dict[str, Any]:
+    result = evalset_import(
+        path=Path(params.path), name=params.name, fmt=params.format or None, display_name=params.display_name,
+        mode=params.mode, base_version=params.base_version,  # type: ignore[arg-type]
+        topics_path=_path(params.topics_path), description=params.description, user=job.created_by, progress=progress,
+    )
+    return evalset_result(result)
+
+
+# ----------------------------------------------------------------------------------------------
+# Import a run
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunImportParams:
+    path: str
+    evalset: str
+    name: str
+    format: str | None = None
+    display_name: str | None = None
+    k: int | None = None
+    gain: str = "exponential"
+    judge_config: dict[str, Any] | None = None
+    system_config: dict[str, Any] | None = None
+    chunks_path: str | None = None
+    description: str = ""
+
+
+def request_run_import(*, params: RunImportParams, user: Any = None, start: bool = True) -> Job:
+    """Accept a run import as a job, or refuse it at once (bad name, unknown eval set, bad judge config...)."""
+    check_name(params.name, what="run")
+    _check_file(params.path, params.display_name, params.format)
+    if params.chunks_path and not Path(params.chunks_path).is_file():
+        raise UserFacingError(f"{params.chunks_path}: no such file (chunk map)")
+    if params.gain not in GAINS:
+        raise UserFacingError(f"gain must be 'exponential' or 'linear', got {params.gain!r}")
+    if params.k is not None and (isinstance(params.k, bool) or not isinstance(params.k, int) or params.k < 1):
+        raise UserFacingError(f"k must be a positive integer (chunks that reach the model), got {params.k!r}")
+    version_by_ref(params.evalset)
+    if params.judge_config is not None:
+        normalize_judge_config(params.judge_config)
+    if params.system_config is not None and not isinstance(params.system_config, dict):
+        raise UserFacingError("the system config must be a JSON object")
+    return job_request(kind=IMPORT_RUN, params=params, user=user, start=start)
+
+
+@register_job_kind(name=IMPORT_RUN, label="Import run", params=RunImportParams)
+def _import_run(params: RunImportParams, job: Job, progress: Progress) -> dict[str, Any]:
+    result = run_import(
+        path=Path(params.path), evalset=params.evalset, name=params.name, fmt=params.format or None,
+        display_name=params.display_name, k=params.k, gain=params.gain, judge_config=params.judge_config,
+        system_config=params.system_config, chunks_path=_path(params.chunks_path), description=params.description,
+        user=job.created_by, progress=progress,
+    )
+    return {"created": result.created, "message": result.message, "run_id": result.run.pk}
+
+
+# ----------------------------------------------------------------------------------------------
+# Compare and gate
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateParams:
+    base: int
+    candidate: int
+    metrics: list[str] = field(default_factory=list)
+    slice_by: str | None = SLICE_COLUMN
+    margin: float | None = None
+    margins: dict[str, float] = field(default_factory=dict)
+    lower_is_better: list[str] = field(default_factory=list)
+
+
+def _runs(params: GateParams) -> tuple[Run, Run]:
+    runs = Run.objects.select_related("version__eval_set", "judge_config").in_bulk([params.base, params.candidate])
+    missing = [pk for pk in (params.base, params.candidate) if pk not in runs]
+    if missing:
+        raise NotFound(f"there is no run with id {missing[0]}")
+    return runs[params.base], runs[params.candidate]
+
+
+def request_gate(*, params: GateParams, user: Any = None, start: bool = True) -> Job:
+    """Accept a comparison as a job, or refuse it at once (same run, different versions, nothing comparable)."""
+    base, candidate = _runs(params)
+    comparison_check(base=base, candidate=candidate, metrics=params.metrics or None, slice_by=params.slice_by)
+    check_margins(margin=params.margin, margins=params.margins)
+    return job_request(kind=GATE, params=params, user=user, start=start)
+
+
+@register_job_kind(name=GATE, label="Compare and gate", params=GateParams)
+def _gate(params: GateParams, job: Job, progress: Progress) -> dict[str, Any]:
+    base, candidate = _runs(params)
+    outcome = compare_runs(
+        base=base, candidate=candidate, metrics=params.metrics or None, slice_by=params.slice_by, margin=params.margin,
+        margins=params.margins or None, lower_is_better=params.lower_is_better, user=job.created_by, progress=progress,
+    )
+    return {"comparison_id": outcome.comparison.pk, "overall": outcome.report.overall}

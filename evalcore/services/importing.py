@@ -1,0 +1,92 @@
+"""The skeleton every import follows: validate everything first, write in one transaction, and
+treat a repeated import as a no-op.
+
+1. Validate: stream the file once and check every record (:func:`validated`), collecting problems
+   with file, line and field; nothing is written while anything is wrong.
+2. Decide: when the content is already stored, say so and write nothing.
+3. Write: stream the file again inside one transaction (:func:`create_once`); if a concurrent
+   import of the same content won the race, return what it wrote instead of failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from django.db import IntegrityError, transaction
+
+from .fields import FieldError
+from .problems import ImportFailed, ImportProblem, ProblemCollector, UserFacingError
+from .readers import Record
+
+T = TypeVar("T")
+
+
+def about_file(display: str, check: Callable[[], T]) -> T:
+    """Run a check of the import's options; its refusal becomes a problem that names the file."""
+    try:
+        return check()
+    except ImportFailed:
+        raise
+    except UserFacingError as error:
+        raise ImportFailed([ImportProblem(display, None, None, str(error))]) from None
+
+
+def validated(
+    records: Iterable[Record],
+    normalize: Callable[[dict[str, Any]], T],
+    problems: ProblemCollector,
+    *,
+    key: Callable[[T], str],
+    duplicate: Callable[[str, int], str],
+) -> Iterator[tuple[int, T]]:
+    """Yield ``(line, value)`` for each record that ``normalize`` accepts and whose key is new.
+
+    A :class:`FieldError` from ``normalize`` becomes a problem on the record's line; a repeated
+    key becomes a problem on field ``id`` with ``duplicate(key, first_line)`` as its message. Stops
+    once the collector is full (the import then reports the first problems only).
+    """
+    seen: dict[str, int] = {}
+    for record in records:
+        if problems.full:
+            problems.truncated = True
+            return
+        try:
+            value = normalize(record.data)
+        except FieldError as error:
+            problems.add(record.line, error.field, error.message)
+            continue
+        name = key(value)
+        if name in seen:
+            problems.add(record.line, "id", duplicate(name, seen[name]))
+            continue
+        seen[name] = record.line
+        yield record.line, value
+
+
+def create_once(create: Callable[[], T], *, existing: Callable[[], T | None]) -> tuple[T, bool]:
+    """Run ``create`` in one transaction; return ``(object, True)``.
+
+    When the database refuses it because a concurrent import stored the same thing first (a
+    unique constraint), return ``(existing(), False)`` instead; any other refusal is raised.
+    """
+    try:
+        with transaction.atomic():
+            return create(), True
+    except IntegrityError:
+        found = existing()
+        if found is None:
+            raise
+        return found, False
+
+
+def in_batches(values: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Yield lists of at most ``size`` values (the writes go in bulk, memory stays flat)."""
+    batch: list[T] = []
+    for value in values:
+        batch.append(value)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
