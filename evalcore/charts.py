@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-STATUS_COLOURS = {"pass": "#17703a", "review": "#8a5a00", "block": "#b3261e"}
+from evalcore.engine import STATUSES
+
+STATUS_COLOURS = dict(zip(STATUSES, ("#17703a", "#8a5a00", "#b3261e")))
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,11 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from evalcore.engine import STATUSES
+
 from .runs import Run
 
-STATUS_CHOICES = [("pass", "Pass"), ("review", "Review"), ("block", "Block")]
+STATUS_CHOICES = [(status, status.title()) for status in STATUSES]
 
 
 class AppendOnlyQuerySet(models.QuerySet):
@@ -41,7 +43,7 @@ class Comparison(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(overall__in=["pass", "review", "block"]), name="comparison_overall_valid"),
+            models.CheckConstraint(condition=models.Q(overall__in=list(STATUSES)), name="comparison_overall_valid"),
             models.CheckConstraint(condition=~models.Q(base=models.F("candidate")), name="comparison_two_runs"),
         ]
 
@@ -83,7 +85,7 @@ class GateDecisionRecord(models.Model):
     class Meta:
         ordering = ["comparison", "id"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(status__in=["pass", "review", "block"]), name="gate_status_valid"),
+            models.CheckConstraint(condition=models.Q(status__in=list(STATUSES)), name="gate_status_valid"),
             models.UniqueConstraint(fields=["comparison", "metric", "slice"], name="gate_decision_unique_in_comparison"),
         ]
 
