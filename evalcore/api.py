@@ -30,6 +30,7 @@ from .models import Comparison, EvalSet, EvalSetVersion, Job, Run
 from .selectors import run_by_ref, run_rows, runs_on
 from .services.comparisons import comparison_as_dict
 from .services.jobs import job_snapshot
+from .services.judge_fitness import JUDGE_POLICIES
 from .services.problems import UserFacingError
 from .services.readers import FORMATS
 from .services.runs import GAINS
@@ -258,6 +259,10 @@ class GateApi(EvalOwnerAPIView):
         margin = serializers.FloatField(required=False, min_value=0.0)
         margins = serializers.DictField(child=serializers.FloatField(min_value=0.0), required=False, default=dict)
         lower_is_better = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+        judge_policy = serializers.ChoiceField(
+            choices=JUDGE_POLICIES, required=False, allow_null=True, default=None,
+            help_text="what an unvalidated or unfit judge does to judge metrics (default GATE_JUDGE_POLICY)",
+        )
 
     @extend_schema(request=GateInput, responses={202: JobOutput}, summary="Compare two runs and apply the release gate (a job)")
     def post(self, request: Request) -> Response:
@@ -270,6 +275,7 @@ class GateApi(EvalOwnerAPIView):
         params = GateParams(
             base=base.pk, candidate=candidate.pk, metrics=data["metrics"], slice_by=None if data["slice_by"] == "none" else "type",
             margin=data.get("margin"), margins=data["margins"], lower_is_better=data["lower_is_better"],
+            judge_policy=data["judge_policy"],
         )
         return _accepted(request_gate, params, request)
 

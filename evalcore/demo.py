@@ -2,11 +2,18 @@
 
 A team replaces 512-token chunks with 256-token chunks and a reranker, keeping five chunks in
 the prompt. Recall@5 rises (about 0.78 to 0.84), but smaller chunks cut tables and definitions in
-half, and the judge finds unsupported claims clustered on questions whose answers span a chunk
-boundary: faithfulness falls (about 0.91 to 0.88) and the gate blocks on it.
+half, and unsupported claims cluster on questions whose answers span a chunk boundary:
+faithfulness falls (about 0.91 to 0.88 by the judge).
 
-``write_demo_files(folder)`` writes the eval set, the two chunk maps, the two runs and the judge
-config as the documented import formats, so loading the demo exercises the real import path.
+The demo tells the truth. Every claim is truly supported or not: a supported claim's sentence is
+in the context the model saw, an unsupported one's is not (so people labelling the demo are right
+when they read the context). The run's judge (``JUDGE_CONFIG``) errs the way the spec's judge
+does: it passes about a third of the unsupported claims, so people find it not fit to gate. A
+tuned judge (``TUNED_JUDGE_CONFIG``, few-shot examples from the disagreements) errs rarely; both
+runs re-scored by it are the ``*-judge-v2`` runs, where the gate decides on the data alone.
+
+``write_demo_files(folder)`` writes the eval set, the two chunk maps, the four runs and the judge
+configs as the documented import formats, so loading the demo exercises the real import path.
 """
 
 from __future__ import annotations
@@ -63,6 +70,15 @@ JUDGE_CONFIG = {
     "claim_splitting": "llm-atomic-claims-v2",
     "library_versions": {"ragas": "0.3.9", "openai": "2.8.0"},
 }
+TUNED_JUDGE_CONFIG = {
+    **JUDGE_CONFIG,
+    "prompt": JUDGE_CONFIG["prompt"] + (
+        "\nA claim whose number, date or name is not in the context is UNSUPPORTED, even when it is plausible.\n"
+        "Examples: (few-shot examples exported from the disagreements of campaign faithfulness-claims)"
+    ),
+}
+#: How each judge errs: the share of truly supported claims it fails, and of unsupported claims it passes.
+JUDGE_ERRORS = {"judge": (0.03, 0.36), "tuned": (0.02, 0.05)}
 BASE_SYSTEM = {"retriever": "bm25+dense", "chunking": {"tokens": 512, "overlap": 0}, "reranker": None, "prompt": "answer-v4"}
 CAND_SYSTEM = {"retriever": "bm25+dense", "chunking": {"tokens": 256, "overlap": 0}, "reranker": "cross-encoder-v2", "prompt": "answer-v4"}
 
@@ -118,18 +134,20 @@ def build_demo(seed: int = 2026) -> dict[str, Any]:
                         question["gold"].append({"doc": f"doc{d:03d}", "grade": grade})
             questions.append(question)
 
-    base_rows, cand_rows = [], []
+    runs: dict[str, list[dict[str, Any]]] = {"base_rows": [], "cand_rows": [], "base_rows_v2": [], "cand_rows_v2": []}
     for q in questions:
         b, c = _rows_for(q, rng)
-        base_rows.append(b)
-        cand_rows.append(c)
+        runs["base_rows"].append(_judged(b, "judge"))
+        runs["cand_rows"].append(_judged(c, "judge"))
+        runs["base_rows_v2"].append(_judged(b, "tuned"))
+        runs["cand_rows_v2"].append(_judged(c, "tuned"))
     return {
         "questions": questions,
         "base_chunks": _chunk_map("c512", 2048),
         "cand_chunks": _chunk_map("c256", 1024),
-        "base_rows": base_rows,
-        "cand_rows": cand_rows,
+        **runs,
         "judge": JUDGE_CONFIG,
+        "tuned_judge": TUNED_JUDGE_CONFIG,
     }
 
 
@@ -204,32 +222,44 @@ def _rows_for(q: dict[str, Any], rng: random.Random) -> tuple[dict[str, Any], di
     decline_draw = rng.random()
     relevance = rng.choice([3, 4, 4, 5, 5])
     rows = []
-    for prefix, size, hit_prob, p_supported in (
-        ("c512", 2048, 0.775, 0.915),
-        ("c256", 1024, 0.84, 0.82 if boundary else 0.905),
+    judge_rng = random.Random(f"{q['id']}-judges")  # its own stream: retrieval numbers do not depend on it
+    judge_draws = [{name: judge_rng.random() for name in JUDGE_ERRORS} for _ in texts]
+    for prefix, size, hit_prob, p_true in (
+        ("c512", 2048, 0.775, 0.91),
+        ("c256", 1024, 0.84, 0.754 if boundary else 0.893),
     ):
         ranked = _ranked(q, rng, draws, positions, prefix, size, hit_prob)
         declined = decline_draw < (0.7 if not q["answerable"] else 0.02)
         context_ids = ranked[:K]
         claims = [] if declined else [
-            {
-                "text": text,
-                "supported": u < p_supported,
-                "rationale": "Stated in the context." if u < p_supported else "No chunk in the context states this.",
-            }
-            for text, u in zip(texts, claim_draws)
+            {"text": text, "true": u < p_true, "draws": d} for text, u, d in zip(texts, claim_draws, judge_draws)
         ]
         rows.append({
             "id": q["id"],
             "retrieved": ranked,
             "context_ids": context_ids,
-            "context": _context_texts(q, context_ids, [c["text"] for c in claims if c["supported"]], prefix),
+            "context": _context_texts(q, context_ids, [c["text"] for c in claims if c["true"]], prefix),
             "answer": "I could not find this in the documentation." if declined else " ".join(c["text"] for c in claims),
             "declined": declined,
             "claims": claims,
             "scores": {"answer_relevance": None if declined else relevance},
         })
     return rows[0], rows[1]
+
+
+def _judged(row: dict[str, Any], judge: str) -> dict[str, Any]:
+    """The row as ``judge`` scored it: each claim's verdict is the truth, except where the judge errs."""
+    false_fail, miss = JUDGE_ERRORS[judge]
+    claims = []
+    for claim in row["claims"]:
+        draw = claim["draws"][judge]
+        supported = draw >= false_fail if claim["true"] else draw < miss
+        claims.append({
+            "text": claim["text"],
+            "supported": supported,
+            "rationale": "Stated in the context." if supported else "No chunk in the context states this.",
+        })
+    return {**row, "claims": claims}
 
 
 def write_demo_files(folder: Path, seed: int = 2026) -> dict[str, Path]:
@@ -242,15 +272,19 @@ def write_demo_files(folder: Path, seed: int = 2026) -> dict[str, Path]:
         "cand_chunks": folder / "chunks-256.chunks.jsonl",
         "base_rows": folder / "chunks-512.rows.jsonl",
         "cand_rows": folder / "chunks-256-rerank.rows.jsonl",
+        "base_rows_v2": folder / "chunks-512-judge-v2.rows.jsonl",
+        "cand_rows_v2": folder / "chunks-256-rerank-judge-v2.rows.jsonl",
         "judge": folder / "judge.json",
+        "tuned_judge": folder / "judge-v2.json",
         "base_system": folder / "chunks-512.system.json",
         "cand_system": folder / "chunks-256-rerank.system.json",
     }
-    for key in ("questions", "base_chunks", "cand_chunks", "base_rows", "cand_rows"):
+    for key in ("questions", "base_chunks", "cand_chunks", "base_rows", "cand_rows", "base_rows_v2", "cand_rows_v2"):
         with paths[key].open("w", encoding="utf-8") as handle:
             for item in data[key]:
                 handle.write(json.dumps(item, ensure_ascii=False) + "\n")
     paths["judge"].write_text(json.dumps(data["judge"], indent=2))
+    paths["tuned_judge"].write_text(json.dumps(data["tuned_judge"], indent=2))
     paths["base_system"].write_text(json.dumps(BASE_SYSTEM, indent=2))
     paths["cand_system"].write_text(json.dumps(CAND_SYSTEM, indent=2))
     return paths

@@ -58,6 +58,11 @@ class CompareForm(forms.Form):
     margin = forms.FloatField(min_value=0.0, max_value=1000.0, initial=0.02, help_text="Largest drop you ship without discussion.")
     margins = forms.CharField(required=False, help_text="Per-metric margins, e.g. faithfulness=0.01, answer_relevance=0.1")
     metrics = forms.CharField(required=False, help_text="Comma-separated; empty for every shared metric.")
+    judge_policy = forms.ChoiceField(
+        choices=[("", "the default (GATE_JUDGE_POLICY)"), ("review", "review: an unvalidated or unfit judge sends its metrics to review"),
+                 ("warn", "warn: the decision stands, with the judge's validation beside it"), ("off", "off: record only")],
+        required=False, label="Judge policy",
+    )
     lower_is_better = forms.CharField(required=False, label="Lower is better",
                                       help_text="Comma-separated metrics where a rise is a regression (latency, cost, ...).")
 

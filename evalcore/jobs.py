@@ -17,6 +17,7 @@ from .services.comparisons import SLICE_COLUMN, check_margins, compare_runs, com
 from .services.evalsets import EvalSetImportResult, evalset_import
 from .services.jobs import Progress, job_request, register_job_kind
 from .services.judge_configs import normalize_judge_config
+from .services.judge_fitness import check_judge_policy
 from .services.names import check_name
 from .services.problems import ImportFailed, ImportProblem, UserFacingError
 from .services.readers import detect_format
@@ -147,6 +148,7 @@ class GateParams:
     margin: float | None = None
     margins: dict[str, float] = field(default_factory=dict)
     lower_is_better: list[str] = field(default_factory=list)
+    judge_policy: str | None = None  # None: GATE_JUDGE_POLICY
 
 
 def _runs(params: GateParams) -> tuple[Run, Run]:
@@ -162,6 +164,8 @@ def request_gate(*, params: GateParams, user: Any = None, start: bool = True) ->
     base, candidate = _runs(params)
     comparison_check(base=base, candidate=candidate, metrics=params.metrics or None, slice_by=params.slice_by)
     check_margins(margin=params.margin, margins=params.margins)
+    if params.judge_policy is not None:
+        check_judge_policy(params.judge_policy)
     return job_request(kind=GATE, params=params, user=user, start=start)
 
 
@@ -170,6 +174,7 @@ def _gate(params: GateParams, job: Job, progress: Progress) -> dict[str, Any]:
     base, candidate = _runs(params)
     outcome = compare_runs(
         base=base, candidate=candidate, metrics=params.metrics or None, slice_by=params.slice_by, margin=params.margin,
-        margins=params.margins or None, lower_is_better=params.lower_is_better, user=job.created_by, progress=progress,
+        margins=params.margins or None, lower_is_better=params.lower_is_better, judge_policy=params.judge_policy,
+        user=job.created_by, progress=progress,
     )
     return {"comparison_id": outcome.comparison.pk, "overall": outcome.report.overall}

@@ -62,3 +62,14 @@ def envlist(name: str, default: list[str]) -> list[str]:
 
 def envstr(name: str, default: str) -> str:
     return os.environ.get(name, default)
+
+
+def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    """Return an environment variable that must be one of ``choices``."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be one of {', '.join(choices)}")
+    return value

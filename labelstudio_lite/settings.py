@@ -15,7 +15,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import envbool, envfloat, envint, envlist, envstr
+from .env import envbool, envchoice, envfloat, envint, envlist, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("VAR_DIR", str(BASE_DIR / "var")))
@@ -209,6 +209,9 @@ SPECTACULAR_SETTINGS = {
 
 # Product defaults (each overridable per campaign or per comparison in the app).
 GATE_DEFAULT_MARGIN = envfloat("GATE_DEFAULT_MARGIN", 0.02)
+# What a judge that people have not validated, or found unfit, does to decisions on judge metrics:
+# review (they go to a person), warn (logged beside the decision), off (recorded only).
+GATE_JUDGE_POLICY = envchoice("GATE_JUDGE_POLICY", "review", ("review", "warn", "off"))
 GATE_ITERATIONS = envint("GATE_ITERATIONS", 10_000, minimum=100)
 GATE_SEED = envint("GATE_SEED", 7, minimum=0)
 LABEL_LEASE_SECONDS = envint("LABEL_LEASE_SECONDS", 600, minimum=10)

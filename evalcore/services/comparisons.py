@@ -10,21 +10,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
-from evalcore.engine import GateReport, gate_frame, overall_status
+from evalcore.engine import STATUSES, GateDecision, GateReport, gate_frame, overall_status
 
 from ..models import Comparison, GateDecisionRecord, Run
 from ..selectors import run_rows_frame
+from .judge_fitness import JudgeValidation, check_judge_policy, corrected_pass_rates, judge_validation
 from .problems import UserFacingError
 from .scoring import is_judge_metric
 
 Progress = Callable[[int, int | None, str], None]
 SLICE_COLUMN = "type"
+REVIEW = STATUSES[1]
 
 
 class ComparisonRefused(UserFacingError):
@@ -115,11 +117,18 @@ def compare_runs(
     iterations: int | None = None,
     seed: int | None = None,
     confidence: float = 0.95,
+    judge_policy: str | None = None,
     user: Any = None,
     progress: Progress = _noop,
 ) -> ComparisonOutcome:
-    """Gate ``candidate`` against ``base`` per metric and slice; log and return the decisions."""
+    """Gate ``candidate`` against ``base`` per metric and slice; log and return the decisions.
+
+    Decisions on judge metrics carry the validation of the judge that scored both runs, and the
+    judge policy (``GATE_JUDGE_POLICY`` unless given) decides what an unvalidated or unfit judge
+    does to them (see :mod:`.judge_fitness`).
+    """
     chosen, excluded = comparison_check(base=base, candidate=candidate, metrics=metrics, slice_by=slice_by)
+    policy = check_judge_policy(settings.GATE_JUDGE_POLICY if judge_policy is None else judge_policy)
     default_margin = settings.GATE_DEFAULT_MARGIN if margin is None else float(margin)
     per_metric = {m: float((margins or {}).get(m, default_margin)) for m in chosen}
     check_margins(margins=per_metric)
@@ -150,6 +159,11 @@ def compare_runs(
         progress(i, len(chosen) + 1, f"gated {metric}")
     if not decisions:
         raise ComparisonRefused("nothing to compare: " + "; ".join(f"{m}: {why}" for m, why in excluded.items()))
+    validation = judge_validation(base.judge_config) if any(is_judge_metric(d.metric) for d in decisions) else None
+    data_status = {(d.metric, d.slice): d.status for d in decisions}
+    decisions = [_under_judge_policy(d, validation, policy) if is_judge_metric(d.metric) else d for d in decisions]
+    if validation is not None:
+        notes.append(f"Judge metrics: {validation.reason}. Judge policy: {policy}.")
     chosen = [m for m in chosen if m not in excluded]
     per_metric = {m: per_metric[m] for m in chosen}
     report = GateReport(
@@ -162,7 +176,8 @@ def compare_runs(
         comparison = Comparison.objects.create(
             base=base, candidate=candidate, metrics=chosen, slice_by=slice_by or "", margins=per_metric,
             iterations=iterations, seed=seed, confidence=confidence, overall=report.overall,
-            n_paired=report.n_paired, notes=list(report.notes), excluded_metrics=excluded,
+            n_paired=report.n_paired, notes=list(report.notes), excluded_metrics=excluded, judge_policy=policy,
+            judge_rates=[asdict(rate) for rate in corrected_pass_rates(base.judge_config, [base, candidate])] if validation else [],
             created_by=user if getattr(user, "pk", None) else None,
         )
         GateDecisionRecord.objects.bulk_create([
@@ -171,12 +186,24 @@ def compare_runs(
                 status=d.status, mean=d.mean, low=_finite(d.low), high=_finite(d.high), base_mean=_finite(d.base_mean),
                 cand_mean=_finite(d.cand_mean), margin=d.margin, n=d.n, iterations=d.iterations, seed=d.seed,
                 confidence=d.confidence, higher_is_better=d.higher_is_better, message=d.message,
+                data_status=data_status[(d.metric, d.slice)],
+                judge_validation=validation.as_dict() if validation is not None and is_judge_metric(d.metric) else None,
                 created_by=comparison.created_by,
             )
             for d in report.decisions
         ])
     progress(len(chosen) + 1, len(chosen) + 1, "done")
     return ComparisonOutcome(comparison, report, excluded)
+
+
+def _under_judge_policy(decision: GateDecision, validation: JudgeValidation | None, policy: str) -> GateDecision:
+    """Apply the judge policy to a decision on a judge metric: an unfit or unvalidated judge cannot pass or block alone."""
+    if validation is None or validation.fit or policy == "off":
+        return decision
+    if policy == "warn" or decision.status == REVIEW:
+        return replace(decision, message=f"{decision.message} (warning: {validation.reason})")
+    data_alone = f"the data alone say {decision.status}: {decision.message}"
+    return replace(decision, status=REVIEW, message=f"{decision.metric}: {validation.reason}; {data_alone}")
 
 
 def _finite(value: float) -> float | None:
@@ -198,12 +225,15 @@ def comparison_as_dict(comparison: Comparison) -> dict[str, Any]:
         "margins": comparison.margins,
         "excluded_metrics": comparison.excluded_metrics,
         "notes": comparison.notes,
+        "judge_policy": comparison.judge_policy,
+        "judge_rates": comparison.judge_rates,
         "created_at": comparison.created_at.isoformat(),
         "decisions": [
             {
                 "metric": d.metric, "slice": d.slice, "status": d.status, "mean": d.mean, "low": d.low, "high": d.high,
                 "base_mean": d.base_mean, "cand_mean": d.cand_mean, "margin": d.margin, "n": d.n,
-                "higher_is_better": d.higher_is_better, "message": d.message,
+                "higher_is_better": d.higher_is_better, "message": d.message, "data_status": d.data_status,
+                "judge": d.judge_validation,
             }
             for d in comparison.decisions.all()
         ],

@@ -28,7 +28,7 @@ def compare(request: HttpRequest) -> HttpResponse:
                 params=GateParams(
                     base=data["base"].pk, candidate=data["candidate"].pk, metrics=data["metrics"],
                     slice_by=None if data["slice_by"] == "none" else "type", margin=data["margin"], margins=data["margins"],
-                    lower_is_better=data["lower_is_better"],
+                    lower_is_better=data["lower_is_better"], judge_policy=data["judge_policy"] or None,
                 ),
                 user=request.user,
             )
@@ -60,6 +60,8 @@ def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
         or next((d for d in decisions if d.status == comparison.overall), None),
         "metric": metric,
         "changed": changed_rows(comparison, metric) if metric else [],
+        "judge": next((d.judge_validation for d in decisions if d.judge_validation), None),
+        "judge_metrics": sorted({d.metric for d in decisions if d.judge_validation}),
     }
     if request.htmx and request.GET.get("partial") == "changed":
         return render(request, "evalcore/comparison.html#changed", context)

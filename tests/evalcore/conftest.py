@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from evalcore.models import (
     Comparison,
@@ -164,3 +167,49 @@ def job_count():
 
 def write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
     return write_csv_file(path, header, rows, json_cells=True)
+
+
+def claims(supported: int, total: int = 2) -> list[dict]:
+    return [{"text": f"C{i}.", "supported": i < supported} for i in range(total)]
+
+
+@pytest.fixture
+def synthetic(db, tmp_path):
+    """40 questions; baseline faithfulness 0.5 everywhere. Candidates: same (pass), worse (block), mixed (review)."""
+    from evalcore.services.evalsets import evalset_import
+    from evalcore.services.runs import run_import
+
+    n = 40
+    questions = [{"id": f"s{i:02d}", "question": f"Question {i}?", "type": "a" if i % 2 else "b", "gold": [{"doc": f"d{i}"}]} for i in range(n)]
+    evalset_import(path=write_jsonl(tmp_path / "qs.jsonl", questions), name="syn")
+
+    def make(name, supported_of, judge=JUDGE):
+        rows = [{"id": f"s{i:02d}", "retrieved": [f"d{i}"], "context_ids": [f"d{i}"], "claims": claims(supported_of(i))} for i in range(n)]
+        return run_import(path=write_jsonl(tmp_path / f"{name}.jsonl", rows), evalset="syn", name=name, k=1, judge_config=judge).run
+
+    return {
+        "base": make("base", lambda i: 1),
+        "same": make("same", lambda i: 1),
+        "worse": make("worse", lambda i: 0 if i < 20 else 1),
+        "mixed": make("mixed", lambda i: 2 if i < 10 else (0 if i < 20 else 1)),
+        "slightly-worse": make("slightly-worse", lambda i: 0 if i < 2 else 1),
+        "other-judge": make("other-judge", lambda i: 1, judge=OTHER_JUDGE),
+    }
+
+
+def gate(*args: str) -> tuple[int, str, str]:
+    """Run the gate command; return (exit code, stdout, stderr) as ``manage.py gate`` would give them.
+
+    ``manage.py`` turns a CommandError into its ``returncode`` (1) on standard error; the command
+    itself calls ``sys.exit`` with 3 or 4. (``run_from_argv`` would close the test's connection.)
+    """
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("gate", *args, stdout=out, stderr=err)
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    except CommandError as error:
+        code = error.returncode
+        err.write(f"CommandError: {error}\n")
+    return code, out.getvalue(), err.getvalue()

@@ -19,9 +19,17 @@ from evalcore.services.comparisons import ComparisonRefused, compare_runs
 from evalcore.services.evalsets import evalset_import
 from evalcore.services.runs import run_import
 
-from .conftest import JUDGE, OTHER_JUDGE, subprocess_env, write_jsonl
+from .conftest import claims, gate, subprocess_env, write_jsonl
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _the_data_alone_decides(settings):
+    """These tests are about the data rule, on runs whose judge nobody validated: the judge policy
+    is off here (tests/evalcore/test_judge_policy.py tests what it does)."""
+    settings.GATE_JUDGE_POLICY = "off"
+
 
 DEMO_SLICES = {"all", "policy", "billing", "technical", "account"}
 
@@ -41,24 +49,6 @@ def demo(db, tmp_path):
 
 def decision(comparison: Comparison, metric: str, slice_: str = "all") -> GateDecisionRecord:
     return GateDecisionRecord.objects.get(comparison=comparison, metric=metric, slice=slice_)
-
-
-def gate(*args: str) -> tuple[int, str, str]:
-    """Run the gate command; return (exit code, stdout, stderr) as ``manage.py gate`` would give them.
-
-    ``manage.py`` turns a CommandError into its ``returncode`` (1) on standard error; the command
-    itself calls ``sys.exit`` with 3 or 4. (``run_from_argv`` would close the test's connection.)
-    """
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("gate", *args, stdout=out, stderr=err)
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-    except CommandError as error:
-        code = error.returncode
-        err.write(f"CommandError: {error}\n")
-    return code, out.getvalue(), err.getvalue()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,7 +96,7 @@ def test_the_demo_loads_with_the_load_demo_command_and_its_gate_blocks(db, setti
     call_command("load_demo", stdout=out)  # safe to run twice
     assert "Created support-qa v1 with 400 questions." in out.getvalue()
     assert "Nothing new" in out.getvalue()
-    assert Run.objects.count() == 2
+    assert Run.objects.count() == 4
     code, stdout, _ = gate("--base", "chunks-512", "--candidate", "chunks-256-rerank")
     assert code == 4
     assert "OVERALL: BLOCK" in stdout and "faithfulness" in stdout
@@ -183,31 +173,6 @@ def test_a_partial_candidate_is_paired_on_the_questions_both_answered(demo, tmp_
 # ---------------------------------------------------------------------------------------------
 # Synthetic runs with known outcomes: margins and exit codes
 # ---------------------------------------------------------------------------------------------
-
-
-def claims(supported: int, total: int = 2) -> list[dict]:
-    return [{"text": f"C{i}.", "supported": i < supported} for i in range(total)]
-
-
-@pytest.fixture
-def synthetic(db, tmp_path):
-    """40 questions; baseline faithfulness 0.5 everywhere. Candidates: same (pass), worse (block), mixed (review)."""
-    n = 40
-    questions = [{"id": f"s{i:02d}", "question": f"Question {i}?", "type": "a" if i % 2 else "b", "gold": [{"doc": f"d{i}"}]} for i in range(n)]
-    evalset_import(path=write_jsonl(tmp_path / "qs.jsonl", questions), name="syn")
-
-    def make(name, supported_of, judge=JUDGE):
-        rows = [{"id": f"s{i:02d}", "retrieved": [f"d{i}"], "context_ids": [f"d{i}"], "claims": claims(supported_of(i))} for i in range(n)]
-        return run_import(path=write_jsonl(tmp_path / f"{name}.jsonl", rows), evalset="syn", name=name, k=1, judge_config=judge).run
-
-    return {
-        "base": make("base", lambda i: 1),
-        "same": make("same", lambda i: 1),
-        "worse": make("worse", lambda i: 0 if i < 20 else 1),
-        "mixed": make("mixed", lambda i: 2 if i < 10 else (0 if i < 20 else 1)),
-        "slightly-worse": make("slightly-worse", lambda i: 0 if i < 2 else 1),
-        "other-judge": make("other-judge", lambda i: 1, judge=OTHER_JUDGE),
-    }
 
 
 def test_margins_are_per_metric_with_a_default(synthetic):
@@ -421,7 +386,7 @@ def test_manage_py_gate_exits_4_on_block_and_1_on_error_as_a_ci_pipeline_sees_it
     from pathlib import Path
 
     manage = Path(__file__).resolve().parents[2] / "manage.py"
-    env = subprocess_env(CELERY_TASK_ALWAYS_EAGER="1")
+    env = subprocess_env(CELERY_TASK_ALWAYS_EAGER="1", GATE_JUDGE_POLICY="off")
 
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, str(manage), "gate", *args], env=env, capture_output=True, text=True, timeout=120)

@@ -51,7 +51,7 @@ def world(big_version, tmp_path, owner):
     base = run_import(path=write_jsonl(tmp_path / "base.jsonl", base_rows), evalset="support", name="base", k=3, judge_config=JUDGE).run
     cand_rows = [ok_row(qid, claims=[{"text": "A.", "supported": False}]) for qid in ALL_IDS[:15]]
     cand = run_import(path=write_jsonl(tmp_path / "cand.jsonl", cand_rows), evalset="support", name="cand", k=3, judge_config=JUDGE).run
-    comparison = compare_runs(base=base, candidate=cand, user=owner).comparison
+    comparison = compare_runs(base=base, candidate=cand, user=owner, judge_policy="off").comparison
     job = Job.objects.create(kind=IMPORT_RUN, params={}, created_by=owner)
     row = Row.objects.filter(run=base).first()
     return {"version": big_version, "base": base, "cand": cand, "comparison": comparison, "job": job, "row": row}
@@ -399,14 +399,25 @@ def test_the_version_page_lists_questions_and_runs(owner_client, world):
 def test_the_compare_form_starts_a_gate_job_that_links_to_the_comparison(owner_client, world):
     response = owner_client.post(reverse("evalcore:compare"), {
         "base": world["base"].pk, "candidate": world["cand"].pk, "slice_by": "none", "margin": 0.02, "metrics": "faithfulness",
+        "judge_policy": "off",
     })
     assert response.status_code == 302
     job = Job.objects.filter(kind="gate").get()
     assert job.status == "succeeded", job.error
     comparison = Comparison.objects.get(pk=job.result["comparison_id"])
-    assert comparison.overall == "block" and comparison.metrics == ["faithfulness"]
+    assert comparison.overall == "block" and comparison.metrics == ["faithfulness"] and comparison.judge_policy == "off"
     page = owner_client.get(response["Location"]).content.decode()
     assert f'href="{reverse("evalcore:comparison", args=[comparison.pk])}"' in page
+
+
+def test_the_compare_form_sets_lower_is_better_as_the_api_and_the_cli_do(owner_client, world):
+    owner_client.post(reverse("evalcore:compare"), {
+        "base": world["base"].pk, "candidate": world["cand"].pk, "slice_by": "none", "margin": 0.02,
+        "metrics": "faithfulness", "lower_is_better": "faithfulness", "judge_policy": "off",
+    })
+    comparison = Comparison.objects.get(pk=Job.objects.filter(kind="gate").get().result["comparison_id"])
+    faithfulness = comparison.decisions.get(metric="faithfulness")
+    assert faithfulness.higher_is_better is False and faithfulness.status == "pass"  # a drop is an improvement here
 
 
 def test_the_compare_form_refuses_runs_on_different_versions(owner_client, world, tmp_path):

@@ -11,6 +11,7 @@ from ...jobs import GateParams, request_gate
 from ...models import Comparison
 from ...selectors import run_by_ref
 from ...services.comparisons import comparison_as_dict
+from ...services.judge_fitness import JUDGE_POLICIES
 from ...services.problems import UserFacingError
 from ..cli import run_job_cli
 
@@ -40,6 +41,8 @@ class Command(BaseCommand):
         parser.add_argument("--margin", type=float, help="largest tolerated drop for every metric (default 0.02)")
         parser.add_argument("--margin-for", action="append", default=[], metavar="METRIC=VALUE", help="a margin for one metric")
         parser.add_argument("--lower-is-better", action="append", default=[], metavar="METRIC", help="a metric where a rise is a regression")
+        parser.add_argument("--judge-policy", choices=JUDGE_POLICIES,
+                            help="what an unvalidated or unfit judge does to judge metrics (default: GATE_JUDGE_POLICY, review)")
         parser.add_argument("--json", action="store_true", help="print every decision and its interval as JSON")
 
     def handle(self, *args, **options):
@@ -52,6 +55,7 @@ class Command(BaseCommand):
             base=base.pk, candidate=candidate.pk, metrics=options["metrics"] or [],
             slice_by=None if options["slice_by"] == "none" else "type", margin=options["margin"],
             margins=dict(_margin_pair(m) for m in options["margin_for"]), lower_is_better=options["lower_is_better"],
+            judge_policy=options["judge_policy"],
         )
         result = run_job_cli(request_gate, params=params, label="gate", stderr=self.stderr, quiet=options["json"])
         comparison = Comparison.objects.select_related("base__version__eval_set", "candidate").get(pk=result["comparison_id"])
@@ -90,6 +94,9 @@ def render_table(data: dict) -> str:
     ]
     reason = f"  ({worst[0]['message']}{'' if worst[0]['slice'] == 'all' else ' in slice ' + worst[0]['slice']})" if worst and EXIT[data["overall"]] else ""
     lines += ["", f"OVERALL: {data['overall'].upper()}{reason}"]
+    for rate in data.get("judge_rates") or []:
+        corrected = f"{100 * rate['corrected']:.1f} % ({100 * rate['low']:.1f}–{100 * rate['high']:.1f} %)" if rate["corrected"] is not None else "—"
+        lines.append(f"judge pass rate of {rate['run']}: {100 * rate['raw']:.1f} % raw, {corrected} corrected for the judge's errors")
     for metric, why in data["excluded_metrics"].items():
         lines.append(f"not compared: {metric}: {why}")
     for note in data["notes"]:

@@ -1,0 +1,145 @@
+"""Is the judge behind a judge metric fit to gate? A judge metric is worth nothing until people checked the judge.
+
+The judge that scored a run is a pinned :class:`~evalcore.models.JudgeConfig`. Whether people have
+validated it (a judge report on a labelling campaign, or a re-measurement on held-out labels) is
+known to the labelling app, which registers a :class:`JudgeValidationSource` here; evalcore asks
+it and applies the gate's judge policy to every decision on a judge metric:
+
+* ``review`` (the default): a decision on a metric scored by a judge that is not validated and
+  fit becomes ``review``, with the reason in words, whatever the data alone said;
+* ``warn``: the decision stands; the reason is logged and shown beside it;
+* ``off``: the judge's validation is recorded but not used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from ..models import JudgeConfig, Run
+
+FIT, NOT_FIT, UNVALIDATED = "fit", "not_fit", "unvalidated"
+JUDGE_POLICIES = ("review", "warn", "off")
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.0f} %"
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeValidation:
+    """What people found of one judge config, and whether that makes it fit to gate."""
+
+    status: str  # FIT, NOT_FIT or UNVALIDATED
+    judge: str  # "gpt-x-2026-05 · prompt f7c5e4"
+    config_hash: str | None = None
+    unit_word: str = "items"
+    n: int = 0
+    failures: int = 0
+    missed: int = 0
+    kappa: float | None = None
+    kappa_low: float | None = None
+    kappa_high: float | None = None
+    miss_rate: float | None = None
+    miss_low: float | None = None
+    miss_high: float | None = None
+    fit_kappa: float | None = None
+    fit_miss_rate: float | None = None
+    campaign: str | None = None
+    source: str | None = None  # "judge report" or "held-out re-measurement"
+    validated_at: str | None = None  # ISO date of the newest label or verdict it rests on
+    url: str | None = None
+    stale: str = ""  # why a newer measurement makes this one out of date, or ""
+    why_not: str = ""  # for UNVALIDATED: what is missing
+
+    @property
+    def fit(self) -> bool:
+        return self.status == FIT
+
+    @property
+    def reason(self) -> str:
+        """The validation in words, as the gate logs it beside a decision."""
+        judge = f"judge {self.judge}"
+        if self.status == UNVALIDATED:
+            return f"{judge} was never validated against people{': ' + self.why_not if self.why_not else ''}; not fit to gate"
+        interval = f"(CI {_pct(self.miss_low)[:-2]}–{_pct(self.miss_high)})"
+        kappa = "kappa undefined" if self.kappa is None else f"kappa {self.kappa:.2f}"
+        words = f"{judge} misses {_pct(self.miss_rate)} of unsupported {self.unit_word} {interval}, {kappa}"
+        where = f" (campaign {self.campaign}, {self.source}{', ' + self.validated_at[:10] if self.validated_at else ''})"
+        stale = f"; stale: {self.stale}" if self.stale else ""
+        verdict = "fit to gate" if self.status == FIT else "not fit to gate"
+        return f"{words}; {verdict}{where}{stale}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class CorrectedPassRate:
+    """A run's judge pass rate and the same rate corrected for the judge's known errors (Rogan–Gladen)."""
+
+    run: str
+    raw: float
+    corrected: float | None
+    low: float | None
+    high: float | None
+    items: int
+    note: str = ""
+
+
+class JudgeValidationSource(Protocol):
+    """What the labelling app tells evalcore about judge configs (registered at start-up)."""
+
+    def validation(self, config: JudgeConfig) -> JudgeValidation | None: ...
+
+    def corrected_pass_rate(self, config: JudgeConfig, run: Run) -> CorrectedPassRate | None: ...
+
+
+@dataclass
+class _Registry:
+    sources: list[JudgeValidationSource] = field(default_factory=list)
+
+
+_REGISTRY = _Registry()
+
+
+def register_judge_validation_source(source: JudgeValidationSource) -> None:
+    """Register where validations of judge configs come from (the labelling app does, in ``ready()``)."""
+    if source not in _REGISTRY.sources:
+        _REGISTRY.sources.append(source)
+
+
+def judge_validation(config: JudgeConfig | None) -> JudgeValidation:
+    """Return what is known of the judge config's validation; UNVALIDATED when nobody checked it."""
+    if config is None:
+        return JudgeValidation(status=UNVALIDATED, judge="(none pinned)", why_not="the runs carry no judge config")
+    for source in _REGISTRY.sources:
+        found = source.validation(config)
+        if found is not None:
+            return found
+    return JudgeValidation(
+        status=UNVALIDATED, judge=str(config), config_hash=config.config_hash,
+        why_not="no labelling campaign has labels on a run scored by it",
+    )
+
+
+def corrected_pass_rates(config: JudgeConfig | None, runs: list[Run]) -> list[CorrectedPassRate]:
+    """The judge pass rate of each run, corrected for the errors people found in the judge (where they did)."""
+    if config is None:
+        return []
+    out = []
+    for run in runs:
+        for source in _REGISTRY.sources:
+            rate = source.corrected_pass_rate(config, run)
+            if rate is not None:
+                out.append(rate)
+                break
+    return out
+
+
+def check_judge_policy(policy: str) -> str:
+    if policy not in JUDGE_POLICIES:
+        from .problems import UserFacingError
+
+        raise UserFacingError(f"the judge policy is one of {', '.join(JUDGE_POLICIES)}, got {policy!r}")
+    return policy
