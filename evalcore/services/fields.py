@@ -63,7 +63,14 @@ def as_bool(value: Any, field: str, *, default: bool | None = None) -> bool:
     raise FieldError(field, f"must be true or false, got {value!r:.40}")
 
 
-def as_number(value: Any, field: str, *, allow_none: bool = True) -> float | None:
+def as_number(value: Any, field: str, *, allow_none: bool = True, nan_is_null: bool = False) -> float | None:
+    """Return the value as a finite float; blank is None (when allowed).
+
+    NaN is an error unless ``nan_is_null`` (formats that document NaN as "no value", such as
+    Ragas result tables): a NaN must never silently leave a mean.
+    """
+    if isinstance(value, float) and math.isnan(value) and not nan_is_null:
+        raise FieldError(field, "is NaN: give a number, or null (an empty cell) where the value is undefined")
     if is_blank(value):
         if allow_none:
             return None
@@ -79,6 +86,8 @@ def as_number(value: Any, field: str, *, allow_none: bool = True) -> float | Non
             raise FieldError(field, f"must be a number, got {value!r:.40}") from None
     else:
         raise FieldError(field, f"must be a number, got {type(value).__name__}")
+    if math.isnan(number) and nan_is_null:
+        return None
     if not math.isfinite(number):
         raise FieldError(field, f"must be a finite number, got {value!r}")
     return number

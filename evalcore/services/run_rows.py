@@ -67,7 +67,7 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
             if name in RAGAS_FIELDS:
                 continue
             if isinstance(value, (int, float)) and not isinstance(value, bool) or (isinstance(value, str) and _looks_numeric(value)):
-                scores[str(name)] = as_number(value, str(name))
+                scores[str(name)] = as_number(value, str(name), nan_is_null=True)  # Ragas writes NaN for a metric it could not compute
         return {
             "qid": qid,
             "retrieved": retrieved,

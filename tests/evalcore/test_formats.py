@@ -153,6 +153,18 @@ def test_a_ragas_table_saved_with_pandas_to_csv_imports(version, tmp_path):
     check_ragas_run(run_import(path=path, evalset="support", name="ragas", fmt="ragas", k=2).run)
 
 
+def test_a_ragas_score_of_nan_is_a_metric_ragas_could_not_compute_and_stays_undefined(version, tmp_path):
+    """Ragas writes NaN where a metric failed for a row (its documented "no value"): null, left out of the mean."""
+    table = pd.DataFrame([RAGAS[0], {**RAGAS[1], "answer_relevancy": float("nan")}])
+    table.to_csv(tmp_path / "ragas.csv", index=False)  # NaN as an empty cell
+    write_jsonl(tmp_path / "ragas.jsonl", table.to_dict("records"))  # NaN as the JSON extension NaN
+    assert "NaN" in (tmp_path / "ragas.jsonl").read_text()
+    for name in ("ragas.csv", "ragas.jsonl"):
+        run = run_import(path=tmp_path / name, evalset="support", name=name.replace(".", "-"), fmt="ragas", k=2).run
+        assert Row.objects.get(run=run, question__qid="q2").scores.get("answer_relevancy") is None
+        assert run.summary["slices"]["all"]["metrics"]["answer_relevancy"]["n"] == 1
+
+
 def test_a_ragas_row_whose_question_text_is_unknown_is_refused(version, tmp_path):
     path = tmp_path / "ragas.parquet"
     pd.DataFrame([RAGAS[0], {**RAGAS[1], "user_input": "What is the meaning of life?"}]).to_parquet(path, index=False)

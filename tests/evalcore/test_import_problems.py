@@ -77,6 +77,18 @@ def test_a_text_grade_is_refused_as_a_wrong_type(db, tmp_path):
     refused(import_questions(path), file="qs.jsonl", line=1, field="gold[1].grade", says="must be a number")
 
 
+def test_a_nan_grade_is_refused_not_stored_as_relevant(db, tmp_path):
+    bad = {**QUESTIONS[0], "gold": [{"doc": "d1", "grade": 3}, {"doc": "d2", "grade": float("nan")}]}
+    path = write_jsonl(tmp_path / "qs.jsonl", [QUESTIONS[1], bad])  # json.dumps writes NaN, which JSON readers accept
+    assert "NaN" in path.read_text()
+    refused(import_questions(path), file="qs.jsonl", line=2, field="gold[1].grade", says="is NaN")
+
+
+def test_a_nan_score_is_refused_where_the_format_documents_null_for_no_value(version, tmp_path):
+    path = write_jsonl(tmp_path / "rows.jsonl", [ok_row("q1"), ok_row("q2", scores={"answer_relevance": float("nan")})])
+    refused(import_rows(path), file="rows.jsonl", line=2, field="scores.answer_relevance", says="give a number, or null")
+
+
 def test_a_text_answerable_flag_is_refused_as_a_wrong_type(db, tmp_path):
     path = write_jsonl(tmp_path / "qs.jsonl", [QUESTIONS[0], {**QUESTIONS[1], "answerable": "sometimes"}])
     refused(import_questions(path), file="qs.jsonl", line=2, field="answerable", says="true or false")
