@@ -19,6 +19,15 @@ from .agreement import (
     kappa_standard_error,
 )
 from .bootstrap import BootstrapResult, paired_bootstrap, percentile_positions
+from .proportions import (
+    ProportionEstimate,
+    detectable_difference,
+    paired_sample_size,
+    proportion_interval,
+    proportion_se,
+    z_score,
+)
+from .registry import RETRIEVAL_REGISTRY, RetrievalMetric
 from .release_gate import (
     DEFAULT_MARGIN,
     STATUSES,
@@ -29,15 +38,6 @@ from .release_gate import (
     gate_frame,
     overall_status,
 )
-from .proportions import (
-    ProportionEstimate,
-    detectable_difference,
-    paired_sample_size,
-    proportion_interval,
-    proportion_se,
-    z_score,
-)
-from .registry import RETRIEVAL_REGISTRY, RetrievalMetric
 from .retrieval import (
     DEFAULT_RETRIEVAL_METRICS,
     GAINS,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from statistics import NormalDist
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
 from ._validation import check_positive_int, check_probability

@@ -17,21 +17,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalcore.engine import EncodedRetrieval, encode_retrieval, gate, gate_frame, paired_bootstrap, score_encoded
+from evalcore.engine import (
+    EncodedRetrieval,
+    _encoding,
+    _kernels,
+    encode_retrieval,
+    gate,
+    gate_frame,
+    paired_bootstrap,
+    score_encoded,
+)
 from evalcore.engine import bootstrap as bootstrap_module
 from evalcore.engine import retrieval as retrieval_module
 
 ALL_METRICS = ("recall", "precision", "rr", "rr@k", "ndcg")
 
 
-def _flat(encoded, k, **kwargs):
-    """score_encoded forced onto the flat kernel."""
-    dense = retrieval_module._score_dense
-    retrieval_module._score_dense = lambda *args: None
-    try:
-        return score_encoded(encoded, k, **kwargs)
-    finally:
-        retrieval_module._score_dense = dense
+def _flat(encoded, k, *, metrics=("recall", "precision", "rr", "ndcg"), gain="exponential"):
+    """The flat kernel, called directly."""
+    return _kernels._score_flat(encoded, retrieval_module._resolve_k(k, encoded.n_questions), metrics, gain)
 
 
 def _random_encoded(rng, *, wide=False):
@@ -57,7 +61,7 @@ def test_dense_kernel_equals_flat_kernel_bit_for_bit(seed, wide):
         encoded, n = _random_encoded(rng, wide=wide)
         k = int(rng.integers(1, 15)) if rng.random() < 0.5 else rng.integers(0, 15, n)
         gain = "exponential" if rng.random() < 0.5 else "linear"
-        assert retrieval_module._score_dense(encoded, retrieval_module._resolve_k(k, n), ALL_METRICS, gain) is not None
+        assert _kernels._score_dense(encoded, retrieval_module._resolve_k(k, n), ALL_METRICS, gain) is not None
         dense = score_encoded(encoded, k, metrics=ALL_METRICS, gain=gain)
         flat = _flat(encoded, k, metrics=ALL_METRICS, gain=gain)
         assert dense.keys() == flat.keys()
@@ -79,7 +83,7 @@ def test_codes_at_the_ends_of_int64_are_scored_exactly():
     encoded = EncodedRetrieval(extreme, np.array([0, 3]), extreme[[1]], np.array([1.0]), np.array([0, 1]))
     assert score_encoded(encoded, 3)["rr"].tolist() == [0.5]  # (the flat kernel cannot key these)
     wide = EncodedRetrieval(np.array([3, 2**40, 7]), np.array([0, 3]), np.array([2**40]), np.array([1.0]), np.array([0, 1]))
-    assert retrieval_module._score_dense(wide, np.array([3]), ALL_METRICS, "exponential") is not None
+    assert _kernels._score_dense(wide, np.array([3]), ALL_METRICS, "exponential") is not None
     assert score_encoded(wide, 3)["rr"].tolist() == [0.5]
 
 
@@ -87,7 +91,7 @@ def test_uneven_lists_take_the_flat_kernel_with_the_same_numbers():
     ranked = [["a"] * 300] + [["b", "c"]] * 50
     gold = [{"a": 1}] + [{"c": 2}] * 50
     encoded = encode_retrieval(ranked, gold)
-    assert retrieval_module._score_dense(encoded, np.full(51, 5), ALL_METRICS, "exponential") is None
+    assert _kernels._score_dense(encoded, np.full(51, 5), ALL_METRICS, "exponential") is None
     out = score_encoded(encoded, 5, metrics=ALL_METRICS)
     assert out["rr"][0] == 1.0 and out["rr"][1] == 0.5
 
@@ -111,7 +115,7 @@ def test_string_codes_are_equal_exactly_when_the_ids_are(seed):
             pool = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, rng.choice([3, 12, 30])))) for _ in range(rng.randint(1, 20))]
         ids = [rng.choice(pool) for _ in range(rng.randint(1, 60))]
         questions = rng.choice([1, 1000, 2**40])
-        codes = retrieval_module._string_codes([([ids], None)], len(ids), questions)
+        codes = _encoding._string_codes([([ids], None)], len(ids), questions)
         assert _same_partition(codes, ids), ids
         assert codes.dtype == np.int64 and codes.min() >= 0 and int(codes.max()) * questions < 2**62
 
@@ -130,7 +134,7 @@ def test_string_codes_of_regular_ids_are_exact_and_small(make_id):
     rng = random.Random(5)
     ids = [make_id(rng) for _ in range(5000)]
     ids += rng.sample(ids, 2000)
-    codes = retrieval_module._string_codes([([ids[:3000]], None), ([ids[3000:]], None)], len(ids), 100)
+    codes = _encoding._string_codes([([ids[:3000]], None), ([ids[3000:]], None)], len(ids), 100)
     assert _same_partition(codes, ids)
     assert codes.min() >= 0 and int(codes.max()) * 100 < 2**62
 
@@ -138,7 +142,7 @@ def test_string_codes_of_regular_ids_are_exact_and_small(make_id):
 def test_string_codes_of_digit_ids_fit_32_bits():
     rng = random.Random(6)
     ids = [f"doc-{rng.randrange(10**6):06d}" for _ in range(5000)]
-    codes = retrieval_module._string_codes([([ids], None)], len(ids), 10**5)
+    codes = _encoding._string_codes([([ids], None)], len(ids), 10**5)
     assert _same_partition(codes, ids) and int(codes.max()) < 2**31
 
 
@@ -146,16 +150,16 @@ def test_string_codes_of_long_random_ids_still_fit_the_kernels():
     rng = random.Random(9)
     ids = [f"{rng.getrandbits(256):064x}" for _ in range(3000)]
     ids += ids[:500]
-    codes = retrieval_module._string_codes([([ids], None)], len(ids), 10)
+    codes = _encoding._string_codes([([ids], None)], len(ids), 10)
     assert _same_partition(codes, ids)
     assert int(codes.max()) * 10 < 2**62  # 256 varying bits, re-coded along the way
 
 
 def test_string_codes_decline_non_strings_and_nul_characters():
-    assert retrieval_module._string_codes([([[1, 2]], None)], 2, 1) is None
-    assert retrieval_module._string_codes([([["a", 1]], None)], 2, 1) is None
-    assert retrieval_module._string_codes([([["a\x00b", "c"]], None)], 2, 1) is None
-    assert retrieval_module._string_codes([([[]], None)], 0, 1).tolist() == []
+    assert _encoding._string_codes([([[1, 2]], None)], 2, 1) is None
+    assert _encoding._string_codes([([["a", 1]], None)], 2, 1) is None
+    assert _encoding._string_codes([([["a\x00b", "c"]], None)], 2, 1) is None
+    assert _encoding._string_codes([([[]], None)], 0, 1).tolist() == []
     # and encode_retrieval then codes them with pandas, as before
     encoded = encode_retrieval([[1, 2, "a\x00b"], [2]], [{2: 1}, {"a\x00b"}])
     assert encoded.ranked_docs[1] == encoded.ranked_docs[3] == encoded.gold_docs[0]
