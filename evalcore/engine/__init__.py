@@ -6,6 +6,7 @@ bootstrap and the non-inferiority release gate. Importable from plain Python:
 >>> from evalcore.engine import recall_at_k, paired_bootstrap, gate
 """
 
+from ._interval import Interval
 from .agreement import (
     KAPPA_UNDEFINED_REASON,
     SUPPORTED,
@@ -58,7 +59,7 @@ from .spans import Chunk, ChunkMap, Span, map_spans_to_chunks
 
 __all__ = [
     "BinaryAgreement", "BootstrapResult", "Chunk", "ChunkMap", "DEFAULT_MARGIN", "DEFAULT_RETRIEVAL_METRICS",
-    "EncodedRetrieval", "GAINS", "GateDecision", "GateReport", "KAPPA_UNDEFINED_REASON", "KappaEstimate",
+    "EncodedRetrieval", "GAINS", "GateDecision", "GateReport", "Interval", "KAPPA_UNDEFINED_REASON", "KappaEstimate",
     "ProportionEstimate", "RETRIEVAL_METRICS", "RETRIEVAL_REGISTRY", "RetrievalMetric", "RetrievalSummary",
     "STATUSES", "SUPPORTED", "Span", "UNSUPPORTED", "UndefinedMetricWarning", "binary_agreement",
     "cohen_kappa", "decide", "detectable_difference", "encode_retrieval", "gate", "gate_frame",

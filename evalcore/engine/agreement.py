@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._interval import Interval
 from ._validation import check_probability
 from .proportions import ProportionEstimate, proportion_interval, z_score
 
@@ -141,14 +142,32 @@ def kappa_standard_error(table: np.ndarray) -> float:
     return math.sqrt(max(variance, 0.0))
 
 
-@dataclass(frozen=True)
-class KappaEstimate:
-    """Kappa with its asymptotic standard error and confidence interval."""
+@dataclass(frozen=True, kw_only=True)
+class KappaEstimate(Interval):
+    """Kappa with its asymptotic standard error and confidence interval.
 
-    kappa: float
+    Parameters
+    ----------
+    estimate : float
+        Cohen's kappa; NaN when undefined.
+    low, high : float
+        Bounds of the Wald interval ``estimate -/+ z * se``.
+    se : float
+        Large-sample standard error of kappa.
+    confidence : float
+        Level of the two-sided interval.
+    undefined_reason : str, optional
+        Why kappa is undefined (every field above is then NaN), else None.
+
+    Examples
+    --------
+    >>> est = KappaEstimate(0.5, 0.3, 0.7, se=0.1, confidence=0.95)
+    >>> kappa, low, high = est
+    >>> kappa, est.se
+    (0.5, 0.1)
+    """
+
     se: float
-    low: float
-    high: float
     confidence: float
     undefined_reason: str | None = None
 
@@ -169,10 +188,12 @@ def kappa_interval(a: Sequence, b: Sequence, *, confidence: float = 0.95) -> Kap
     table, _ = _count_table(a_arr, b_arr)
     kappa, _, _ = _kappa_from_table(table)
     if math.isnan(kappa):
-        return KappaEstimate(math.nan, math.nan, math.nan, math.nan, confidence, KAPPA_UNDEFINED_REASON)
+        return KappaEstimate(
+            math.nan, math.nan, math.nan, se=math.nan, confidence=confidence, undefined_reason=KAPPA_UNDEFINED_REASON
+        )
     se = kappa_standard_error(table)
     z = z_score(confidence)
-    return KappaEstimate(kappa, se, kappa - z * se, kappa + z * se, confidence)
+    return KappaEstimate(kappa, kappa - z * se, kappa + z * se, se=se, confidence=confidence)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._interval import Interval
 from ._validation import check_positive_int, check_probability
 from .bootstrap import percentile_positions
 
@@ -28,11 +29,24 @@ def _kappa_from_cells(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray
     return kappa
 
 
-@dataclass(frozen=True)
-class IntervalEstimate:
-    estimate: float
-    low: float
-    high: float
+@dataclass(frozen=True, kw_only=True)
+class KappaBootstrap(Interval):
+    """Kappa of a 2x2 table with a percentile bootstrap interval over items.
+
+    Parameters
+    ----------
+    estimate : float
+        Kappa of the table; NaN when undefined.
+    low, high : float
+        Bounds of the percentile interval; NaN when no resample has a defined kappa.
+    iterations : int
+        Number of bootstrap resamples drawn.
+    seed : int
+        Seed of the random generator.
+    confidence : float, default 0.95
+        Level of the two-sided interval.
+    """
+
     iterations: int
     seed: int
     confidence: float = 0.95
@@ -44,7 +58,7 @@ def kappa_bootstrap(
     iterations: int = 10_000,
     seed: int = 7,
     confidence: float = 0.95,
-) -> IntervalEstimate:
+) -> KappaBootstrap:
     """Return kappa of a 2x2 count table with a percentile bootstrap interval over items.
 
     Resampling items with replacement only changes how many fall in each cell, so the cell counts
@@ -72,9 +86,11 @@ def kappa_bootstrap(
     kappas = _kappa_from_cells(draws[:, 0], draws[:, 1], draws[:, 2], draws[:, 3])
     kappas = np.sort(kappas[np.isfinite(kappas)])
     if kappas.size == 0:
-        return IntervalEstimate(estimate, math.nan, math.nan, iterations, seed, confidence)
-    low_pos, high_pos = percentile_positions(kappas.size, confidence)
-    return IntervalEstimate(estimate, float(kappas[low_pos]), float(kappas[high_pos]), iterations, seed, confidence)
+        return KappaBootstrap(estimate, math.nan, math.nan, iterations=iterations, seed=seed, confidence=confidence)
+    low_pos, high_pos = percentile_positions(kappas.size, confidence=confidence)
+    return KappaBootstrap(
+        estimate, float(kappas[low_pos]), float(kappas[high_pos]), iterations=iterations, seed=seed, confidence=confidence
+    )
 
 
 def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> float:
@@ -110,12 +126,32 @@ class Stratum:
     weight: float = 1.0
 
 
-@dataclass(frozen=True)
-class CorrectedRate:
+@dataclass(frozen=True, kw_only=True)
+class CorrectedRate(Interval):
+    """A run's pass rate corrected for the judge's errors, with a bootstrap interval.
+
+    Parameters
+    ----------
+    estimate : float
+        The corrected pass rate (Rogan-Gladen), in [0, 1]; NaN when the judge carries no
+        information or its sensitivity or specificity is unknown.
+    low, high : float
+        Bounds of the percentile bootstrap interval (NaN when undefined).
+    raw : float
+        The judge's raw pass rate on the run.
+    sensitivity, specificity : float
+        The judge's weighted sensitivity and specificity against people (pass = positive).
+    iterations : int
+        Number of bootstrap resamples.
+    seed : int
+        Seed of the random generator.
+    confidence : float
+        Level of the two-sided interval.
+    note : str, optional
+        Why the estimate or interval is undefined, when it is.
+    """
+
     raw: float
-    corrected: float
-    low: float
-    high: float
     sensitivity: float
     specificity: float
     iterations: int
@@ -176,7 +212,10 @@ def corrected_pass_rate(
     note = None
     if not (math.isfinite(se) and math.isfinite(sp)):
         note = "people's labels hold only one class, so the judge's sensitivity or specificity is unknown"
-        return CorrectedRate(raw, math.nan, math.nan, math.nan, se, sp, iterations, seed, confidence, note)
+        return CorrectedRate(
+            math.nan, math.nan, math.nan, raw=raw, sensitivity=se, specificity=sp,
+            iterations=iterations, seed=seed, confidence=confidence, note=note,
+        )
     corrected = rogan_gladen(raw, se, sp)
     if math.isnan(corrected):
         note = "the judge's sensitivity + specificity is at most 1: its verdicts carry no information"
@@ -189,6 +228,12 @@ def corrected_pass_rate(
         draws = np.clip((passes + sp_b - 1.0) / youden, 0.0, 1.0)
     draws = np.sort(draws[np.isfinite(draws) & (youden > 0)])
     if draws.size == 0:
-        return CorrectedRate(raw, corrected, math.nan, math.nan, se, sp, iterations, seed, confidence, note)
-    low_pos, high_pos = percentile_positions(draws.size, confidence)
-    return CorrectedRate(raw, corrected, float(draws[low_pos]), float(draws[high_pos]), se, sp, iterations, seed, confidence, note)
+        return CorrectedRate(
+            corrected, math.nan, math.nan, raw=raw, sensitivity=se, specificity=sp,
+            iterations=iterations, seed=seed, confidence=confidence, note=note,
+        )
+    low_pos, high_pos = percentile_positions(draws.size, confidence=confidence)
+    return CorrectedRate(
+        corrected, float(draws[low_pos]), float(draws[high_pos]), raw=raw, sensitivity=se, specificity=sp,
+        iterations=iterations, seed=seed, confidence=confidence, note=note,
+    )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Literal
 
+from ._interval import Interval
 from ._validation import check_positive_int, check_probability
 
 IntervalMethod = Literal["wilson", "wald"]
@@ -45,21 +46,41 @@ def proportion_se(p: float, n: int) -> float:
     return math.sqrt(p * (1.0 - p) / n)
 
 
-@dataclass(frozen=True)
-class ProportionEstimate:
-    """A proportion with its standard error and confidence interval."""
+@dataclass(frozen=True, kw_only=True)
+class ProportionEstimate(Interval):
+    """A proportion with its standard error and confidence interval.
 
-    p: float
+    Parameters
+    ----------
+    estimate : float
+        The observed proportion, in [0, 1].
+    low, high : float
+        Bounds of the interval, within [0, 1].
+    n : int
+        Number of trials.
+    se : float
+        Standard error, ``sqrt(p * (1 - p) / n)``.
+    confidence : float
+        Level of the two-sided interval.
+    method : {"wilson", "wald"}
+        How the interval was computed.
+
+    Examples
+    --------
+    >>> est = proportion_interval(22, 50)
+    >>> est.estimate, est.n, est.successes
+    (0.44, 50, 22)
+    """
+
     n: int
     se: float
-    low: float
-    high: float
     confidence: float
     method: str
 
     @property
     def successes(self) -> int:
-        return round(self.p * self.n)
+        """The count of successes behind the proportion, ``round(estimate * n)``."""
+        return round(self.estimate * self.n)
 
 
 def proportion_interval(
@@ -88,7 +109,7 @@ def proportion_interval(
     >>> round(est.low, 2), round(est.high, 2)
     (0.31, 0.58)
     >>> est = proportion_interval(0.7, 300, method="wald")
-    >>> round(est.se, 3), round(est.high - est.p, 3)
+    >>> round(est.se, 3), round(est.high - est.estimate, 3)
     (0.026, 0.052)
     """
     n = check_positive_int(n, "n")
@@ -113,7 +134,7 @@ def proportion_interval(
         half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
         # the Wilson interval always contains p; rounding put the bound at 0 (or 1) a hair past it
         low, high = max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
-    return ProportionEstimate(p=p, n=n, se=se, low=low, high=high, confidence=confidence, method=method)
+    return ProportionEstimate(estimate=p, low=low, high=high, n=n, se=se, confidence=confidence, method=method)
 
 
 def paired_sample_size(

@@ -152,7 +152,7 @@ def _decision(
     return GateDecision(
         metric=metric,
         status=status,
-        mean=result.mean,
+        mean=result.estimate,
         low=result.low,
         high=result.high,
         margin=margin,
@@ -160,7 +160,7 @@ def _decision(
         iterations=result.iterations,
         seed=result.seed,
         confidence=result.confidence,
-        message=_message(metric, status, result.mean, result.low, result.high, higher_is_better),
+        message=_message(metric, status, result.estimate, result.low, result.high, higher_is_better),
         slice=slice,
         higher_is_better=higher_is_better,
         base_mean=float(np.mean(np.asarray(base, dtype=float))),

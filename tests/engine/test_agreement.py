@@ -185,7 +185,7 @@ def test_kappa_standard_error_and_interval_equal_statsmodels(table, confidence):
     assert kappa_standard_error(table) == pytest.approx(expected_se, rel=1e-7, abs=1e-7)
     a, b = labels_from_table(table)
     est = kappa_interval(a, b, confidence=confidence)
-    assert est.kappa == pytest.approx(reference.kappa, abs=1e-12)
+    assert est.estimate == pytest.approx(reference.kappa, abs=1e-12)
     assert est.se == pytest.approx(expected_se, rel=1e-7, abs=1e-7)
     assert est.low == pytest.approx(low, rel=1e-7, abs=1e-6)
     assert est.high == pytest.approx(high, rel=1e-7, abs=1e-6)
@@ -210,7 +210,7 @@ def test_a_textbook_kappa_standard_error():
 
 def test_kappa_interval_is_nan_with_a_reason_when_kappa_is_undefined():
     est = kappa_interval([1] * 10, [1] * 10)
-    assert math.isnan(est.kappa) and math.isnan(est.se) and math.isnan(est.low) and math.isnan(est.high)
+    assert math.isnan(est.estimate) and math.isnan(est.se) and math.isnan(est.low) and math.isnan(est.high)
     assert est.undefined_reason == KAPPA_UNDEFINED_REASON
 
 
@@ -221,7 +221,7 @@ def test_kappa_standard_error_is_nan_for_a_single_label_table():
 def test_a_wider_confidence_gives_a_wider_kappa_interval():
     narrow = kappa_interval(SPEC_HUMAN, SPEC_JUDGE, confidence=0.9)
     wide = kappa_interval(SPEC_HUMAN, SPEC_JUDGE, confidence=0.99)
-    assert wide.low < narrow.low < narrow.kappa < narrow.high < wide.high
+    assert wide.low < narrow.low < narrow.estimate < narrow.high < wide.high
 
 
 # --------------------------------------------------------------------------------------------
