@@ -59,14 +59,27 @@ def _labels_pair(a: Sequence, b: Sequence, names: tuple[str, str]) -> tuple[np.n
     return a_arr, b_arr
 
 
+def _kappa_from_tables(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return kappa, observed and expected agreement of square count tables, vectorised.
+
+    The one definition of kappa's formula in the engine: ``tables`` has shape ``(..., m, m)``
+    (rows: rater 1, columns: rater 2); the results have shape ``(...)``. Kappa is NaN where the
+    expected (chance) agreement is 1, that is when both raters used one and the same label.
+    """
+    tables = np.asarray(tables, dtype=np.float64)
+    n = tables.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = np.trace(tables, axis1=-2, axis2=-1) / n
+        expected = np.einsum("...i,...i->...", tables.sum(axis=-1), tables.sum(axis=-2)) / n**2
+        kappa = (observed - expected) / (1.0 - expected)
+    kappa = np.where(np.isclose(expected, 1.0, rtol=0.0, atol=1e-12), np.nan, kappa)
+    return kappa, observed, expected
+
+
 def _kappa_from_table(table: np.ndarray) -> tuple[float, float, float]:
-    """Return (kappa, observed agreement, expected agreement) from a square count table."""
-    n = table.sum()
-    observed = np.trace(table) / n
-    expected = float(np.dot(table.sum(axis=1), table.sum(axis=0))) / n**2
-    if math.isclose(expected, 1.0, rel_tol=0.0, abs_tol=1e-12):
-        return math.nan, float(observed), float(expected)
-    return float((observed - expected) / (1.0 - expected)), float(observed), float(expected)
+    """Return (kappa, observed agreement, expected agreement) of one square count table."""
+    kappa, observed, expected = _kappa_from_tables(table)
+    return float(kappa), float(observed), float(expected)
 
 
 def cohen_kappa(a: Sequence, b: Sequence) -> float:

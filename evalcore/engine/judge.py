@@ -15,18 +15,8 @@ import numpy as np
 
 from ._interval import Interval
 from ._validation import check_positive_int, check_probability
+from .agreement import _kappa_from_tables
 from .bootstrap import percentile_positions
-
-
-def _kappa_from_cells(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """Kappa for 2x2 tables given as arrays of cells [[a, b], [c, d]] (rows: rater 1)."""
-    n = a + b + c + d
-    with np.errstate(invalid="ignore", divide="ignore"):
-        po = (a + d) / n
-        pe = ((a + b) * (a + c) + (c + d) * (b + d)) / n**2
-        kappa = (po - pe) / (1 - pe)
-    kappa[np.isclose(pe, 1.0)] = np.nan
-    return kappa
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,10 +70,10 @@ def kappa_bootstrap(
     if n == 0:
         raise ValueError("table is empty: there are no labelled items")
     flat = cells.ravel()
-    estimate = float(_kappa_from_cells(*(flat[i : i + 1].astype(float) for i in range(4)))[0])
+    estimate = float(_kappa_from_tables(cells)[0])
     rng = np.random.default_rng(seed)
-    draws = rng.multinomial(n, flat / n, size=iterations).astype(float)
-    kappas = _kappa_from_cells(draws[:, 0], draws[:, 1], draws[:, 2], draws[:, 3])
+    draws = rng.multinomial(n, flat / n, size=iterations)
+    kappas = _kappa_from_tables(draws.reshape(iterations, 2, 2))[0]
     kappas = np.sort(kappas[np.isfinite(kappas)])
     if kappas.size == 0:
         return KappaBootstrap(estimate, math.nan, math.nan, iterations=iterations, seed=seed, confidence=confidence)

@@ -25,6 +25,8 @@ from evalcore.engine import (
     kappa_standard_error,
     proportion_interval,
 )
+from evalcore.engine.agreement import _kappa_from_table, _kappa_from_tables
+from evalcore.engine.judge import kappa_bootstrap
 
 from . import spec_reference as spec
 from .spec_reference import SPEC_HUMAN, SPEC_JUDGE
@@ -305,3 +307,50 @@ def test_binary_agreement_counts_add_up_and_match_kappa(pair):
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         kappa = cohen_kappa(reference, predicted)
     assert (math.isnan(kappa) and math.isnan(report.kappa)) or report.kappa == pytest.approx(kappa)
+
+
+# --------------------------------------------------------------------------------------------
+# One formula for kappa: cohen_kappa / binary_agreement and the judge's bootstrap share it
+# --------------------------------------------------------------------------------------------
+
+
+def _labels_of(table):
+    """Rater labels (1 = supported) that give the 2x2 table [[1-1, 1-0], [0-1, 0-0]]."""
+    (a, b), (c, d) = table
+    return [1] * (a + b) + [0] * (c + d), [1] * a + [0] * b + [1] * c + [0] * d
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=4, max_size=4).filter(any))
+def test_the_judge_bootstrap_and_cohen_kappa_give_the_same_kappa_for_a_table(cells):
+    table = [cells[:2], cells[2:]]
+    human, judge = _labels_of(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        scalar = cohen_kappa(human, judge)
+    boot = kappa_bootstrap(table, iterations=20)
+    report = binary_agreement(human, judge, labels=(1, 0))
+    if math.isnan(scalar):
+        assert math.isnan(boot.estimate) and math.isnan(report.kappa)
+    else:
+        assert boot.estimate == scalar == report.kappa
+
+
+def test_the_vectorised_kappa_of_stacked_tables_equals_each_table_on_its_own():
+    rng = np.random.default_rng(4)
+    tables = rng.integers(0, 30, size=(200, 3, 3))
+    tables[:5] = 0
+    tables[:5, 1, 1] = 7  # one label only: undefined
+    kappa, observed, expected = _kappa_from_tables(tables)
+    assert kappa.shape == observed.shape == expected.shape == (200,)
+    assert np.isnan(kappa[:5]).all() and np.isfinite(kappa[5:]).all()
+    for i in range(5, 200):
+        assert (kappa[i], observed[i], expected[i]) == _kappa_from_table(tables[i])
+        assert kappa[i] == pytest.approx(cohen_kappa_score(*_pairs_of(tables[i])), abs=1e-12)
+
+
+def _pairs_of(table):
+    m = len(table)
+    a = [i for i in range(m) for j in range(m) for _ in range(int(table[i][j]))]
+    b = [j for i in range(m) for j in range(m) for _ in range(int(table[i][j]))]
+    return a, b
