@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,9 @@ from ._validation import check_positive_int
 from .bootstrap import BootstrapMethod, BootstrapResult, paired_bootstrap
 
 GateStatus = Literal["pass", "review", "block"]
-STATUSES: tuple[str, ...] = ("pass", "review", "block")
+#: The gate's decisions, the one definition in the engine: ship it, let a person decide, do not ship.
+STATUSES: tuple[str, ...] = get_args(GateStatus)
+PASS, REVIEW, BLOCK = STATUSES
 DEFAULT_MARGIN = 0.02
 #: Columns of a scored frame (see ``score_retrieval``) that describe a question rather than score it.
 BOOKKEEPING_COLUMNS = frozenset({"k", "n_relevant", "answerable", "declined"})
@@ -68,17 +70,17 @@ def decide(low: float, high: float, *, margin: float, higher_is_better: bool = T
     if not higher_is_better:
         low, high = -high, -low
     if low >= -margin:
-        return "pass"
+        return PASS
     if high < 0:
-        return "block"
-    return "review"
+        return BLOCK
+    return REVIEW
 
 
 def _message(metric: str, status: str, mean: float, low: float, high: float, higher_is_better: bool) -> str:
     interval = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
-    if status == "pass":
+    if status == PASS:
         return f"{metric}: {interval}"
-    if status == "block":
+    if status == BLOCK:
         worse = "real drop" if higher_is_better else "real increase"
         return f"{metric}: {worse} {interval}"
     return f"{metric}: inconclusive {interval}"
@@ -171,11 +173,14 @@ def _decision(
 def overall_status(statuses: Sequence[str]) -> str:
     """Return "block" if any decision blocks, else "review" if any needs review, else "pass"."""
     statuses = list(statuses)
-    if "block" in statuses:
-        return "block"
-    if "review" in statuses:
-        return "review"
-    return "pass"
+    unknown = sorted({repr(s) for s in statuses if s not in STATUSES})
+    if unknown:
+        raise ValueError(f"unknown gate status(es) {', '.join(unknown)}; a status is one of {STATUSES}")
+    if BLOCK in statuses:
+        return BLOCK
+    if REVIEW in statuses:
+        return REVIEW
+    return PASS
 
 
 @dataclass(frozen=True)
@@ -191,7 +196,7 @@ class GateReport:
         return pd.DataFrame([d.as_dict() for d in self.decisions])
 
     def blocking(self) -> tuple[GateDecision, ...]:
-        return tuple(d for d in self.decisions if d.status == "block")
+        return tuple(d for d in self.decisions if d.status == BLOCK)
 
 
 def gate_frame(
@@ -297,7 +302,7 @@ def gate_frame(
                 mean = float(np.mean(cv[use] - bv[use]))
                 decisions.append(
                     GateDecision(
-                        metric=metric, status="review", mean=mean, low=math.nan, high=math.nan,
+                        metric=metric, status=REVIEW, mean=mean, low=math.nan, high=math.nan,
                         margin=margins[metric], n=n, iterations=0, seed=seed, confidence=confidence,
                         message=f"{metric}: too few paired questions ({n} < {min_pairs}) for an interval; mean {mean:+.3f}",
                         slice=name, higher_is_better=directions[metric],

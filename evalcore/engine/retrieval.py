@@ -40,8 +40,8 @@ from ._validation import Gold, check_positive_int, check_ranked, relevant_grades
 
 __all__ = [
     "DEFAULT_RETRIEVAL_METRICS", "GAINS", "RETRIEVAL_METRICS", "EncodedRetrieval", "Gain", "RetrievalSummary",
-    "encode_retrieval", "metric_column", "ndcg_at_k", "precision_at_k", "recall_at_k", "reciprocal_rank",
-    "score_encoded", "score_retrieval", "summarize_retrieval",
+    "encode_retrieval", "is_retrieval_metric", "metric_column", "ndcg_at_k", "precision_at_k", "recall_at_k", "reciprocal_rank",
+    "retrieval_metric_names", "score_encoded", "score_retrieval", "summarize_retrieval",
 ]
 
 Gain = Literal["exponential", "linear"]
@@ -259,13 +259,90 @@ def score_encoded(
     return _kernels._score_flat(encoded, k_q, metrics, gain)
 
 
+# --------------------------------------------------------------------------------------------
+# Metric names: the one place that says how a retrieval metric's column is named
+# --------------------------------------------------------------------------------------------
+
+#: What a retrieval column name starts with, before any ``@k``.
+_METRIC_STEMS: frozenset[str] = frozenset(m.split("@")[0] for m in RETRIEVAL_METRICS)
+
+
 def metric_column(metric: str, k_label: object) -> str:
-    """Return the column name of a metric: ``recall@5``, ``ndcg@5``, ``rr``, ``rr@5``."""
+    """Return the column name of a retrieval metric at a cut-off.
+
+    Parameters
+    ----------
+    metric : str
+        One of ``RETRIEVAL_METRICS``: ``"recall"``, ``"precision"``, ``"rr"``, ``"rr@k"``, ``"ndcg"``.
+    k_label : object
+        The cut-off written in the name: an integer, or ``"k"`` when k varies per question.
+
+    Returns
+    -------
+    str
+        ``"recall@5"``, ``"precision@5"``, ``"ndcg@5"``, ``"rr@5"``; ``"rr"`` (reciprocal rank over
+        the whole list) has no cut-off.
+
+    Examples
+    --------
+    >>> metric_column("ndcg", 5), metric_column("rr", 5), metric_column("rr@k", 10)
+    ('ndcg@5', 'rr', 'rr@10')
+    """
+    if metric not in RETRIEVAL_METRICS:
+        raise ValueError(f"unknown retrieval metric {metric!r}; choose from {RETRIEVAL_METRICS}")
     if metric == "rr":
         return "rr"
     if metric == "rr@k":
         return f"rr@{k_label}"
     return f"{metric}@{k_label}"
+
+
+def retrieval_metric_names(k: object, *, metrics: Sequence[str] = DEFAULT_RETRIEVAL_METRICS) -> list[str]:
+    """Return the column names of the retrieval metrics at cut-off k, in the order given.
+
+    Parameters
+    ----------
+    k : object
+        The cut-off written in the names (the run's k), as in :func:`metric_column`.
+    metrics : sequence of str, default ("recall", "precision", "rr", "ndcg")
+        Metrics of ``RETRIEVAL_METRICS``, as :func:`score_retrieval` takes them.
+
+    Returns
+    -------
+    list of str, one per metric
+        The columns :func:`score_retrieval` writes for these metrics with ``k_label=k``.
+
+    Examples
+    --------
+    >>> retrieval_metric_names(5)
+    ['recall@5', 'precision@5', 'rr', 'ndcg@5']
+    """
+    if isinstance(metrics, str):
+        raise ValueError(f"metrics must be a sequence of metric names, got the string {metrics!r}")
+    return [metric_column(metric, k) for metric in metrics]
+
+
+def is_retrieval_metric(name: str) -> bool:
+    """Return whether a column name is a retrieval metric's (``recall@5``, ``rr``, ``rr@10``, ...).
+
+    Parameters
+    ----------
+    name : str
+        A metric's column name, as stored with a run's scores.
+
+    Returns
+    -------
+    bool
+        True when the part before any ``@`` is ``recall``, ``precision``, ``rr`` or ``ndcg``.
+
+    Examples
+    --------
+    >>> is_retrieval_metric("ndcg@10"), is_retrieval_metric("rr"), is_retrieval_metric("faithfulness")
+    (True, True, False)
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a metric's column name (a str), got {type(name).__name__}")
+    return name.split("@")[0] in _METRIC_STEMS
 
 
 def score_retrieval(
