@@ -30,6 +30,25 @@ class EncodedRetrieval:
     ``ranked_docs[ranked_offsets[i]:ranked_offsets[i + 1]]`` in rank order. Gold likewise, with a
     grade per gold document. Documents are integer codes shared by ranked and gold; the code
     space is per question, so the same code in two questions may name different documents.
+
+    Parameters
+    ----------
+    ranked_docs : ndarray of int64, shape (n_retrieved,)
+        Codes of every question's retrieved ids, question after question, in rank order.
+    ranked_offsets : ndarray of int64, shape (n_questions + 1,)
+        Where each question's retrieved ids start in ``ranked_docs`` (0 first, ``n_retrieved`` last).
+    gold_docs : ndarray of int64, shape (n_judged,)
+        Codes of every question's gold (judged) documents.
+    gold_grades : ndarray of float64, shape (n_judged,)
+        The grade of each gold document; above 0 means relevant.
+    gold_offsets : ndarray of int64, shape (n_questions + 1,)
+        Where each question's gold starts in ``gold_docs``.
+
+    Examples
+    --------
+    >>> encoded = EncodedRetrieval.from_padded(np.array([[3, 1, -1], [2, 2, 5]]), np.array([[1, -1], [5, 4]]))
+    >>> encoded.n_questions, encoded.ranked_offsets.tolist(), encoded.gold_docs.tolist()
+    (2, [0, 2, 5], [1, 5, 4])
     """
 
     ranked_docs: np.ndarray
@@ -40,13 +59,30 @@ class EncodedRetrieval:
 
     @property
     def n_questions(self) -> int:
+        """The number of questions (rows)."""
         return len(self.ranked_offsets) - 1
 
     @classmethod
     def from_padded(
         cls, ranked: np.ndarray, gold: np.ndarray, gold_grades: np.ndarray | None = None, *, pad: int = -1
     ) -> EncodedRetrieval:
-        """Build from 2-d integer arrays, one row per question, padded with ``pad``."""
+        """Build from 2-d integer arrays, one row per question, padded with ``pad``.
+
+        Parameters
+        ----------
+        ranked : ndarray of int, shape (n_questions, max_retrieved)
+            Retrieved codes per question in rank order, padded at the end with ``pad``.
+        gold : ndarray of int, shape (n_questions, max_judged)
+            Gold codes per question, padded with ``pad``.
+        gold_grades : ndarray of float, shape (n_questions, max_judged), optional
+            Grade of each gold code (padding cells are ignored); by default 1 for each.
+        pad : int, default -1
+            The padding value; it cannot be a code.
+
+        Returns
+        -------
+        EncodedRetrieval
+        """
         ranked = np.asarray(ranked)
         gold = np.asarray(gold)
         if ranked.ndim != 2 or gold.ndim != 2 or len(ranked) != len(gold):
@@ -265,6 +301,27 @@ def encode_retrieval(ranked: Sequence[Sequence], gold: Sequence[Gold]) -> Encode
 
     This walks every id once, in C where possible (``itertools.chain``, ``str.join``): string ids
     are coded from their bytes (see :func:`_string_codes`), other ids with ``pandas.factorize``.
+
+    Parameters
+    ----------
+    ranked : sequence of sequences of ids, length n_questions
+        Per question, the retrieved ids in rank order.
+    gold : sequence of (set of ids or mapping id -> grade), length n_questions
+        Per question, the gold documents; a set means grade 1 for each.
+
+    Returns
+    -------
+    EncodedRetrieval
+        Codes shared by ranked and gold ids (equal exactly when the ids are equal), with the
+        grades as floats. Score it with :func:`~evalcore.engine.score_encoded`.
+
+    Examples
+    --------
+    >>> encoded = encode_retrieval([["a", "b"], ["b"]], [{"b": 2}, {"c"}])
+    >>> encoded.ranked_offsets.tolist(), encoded.gold_grades.tolist()
+    ([0, 2, 3], [2.0, 1.0])
+    >>> bool(encoded.ranked_docs[1] == encoded.gold_docs[0])  # "b"
+    True
     """
     n = len(ranked)
     if len(gold) != n:

@@ -25,7 +25,17 @@ UNSUPPORTED = 0
 
 
 class UndefinedMetricWarning(UserWarning):
-    """A metric is undefined for this input and was returned as NaN."""
+    """A metric is undefined for this input and was returned as NaN (as scikit-learn's warning).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     kappa = cohen_kappa([1, 1], [1, 1])
+    >>> caught[0].category.__name__
+    'UndefinedMetricWarning'
+    """
 
 
 KAPPA_UNDEFINED_REASON = (
@@ -134,6 +144,26 @@ def kappa_standard_error(table: np.ndarray) -> float:
     """Return the large-sample standard error of kappa (Fleiss, Cohen and Everitt, 1969).
 
     The same formula as statsmodels' ``cohens_kappa(...).std_kappa``; used for kappa's interval.
+
+    Parameters
+    ----------
+    table : array-like of shape (m, m)
+        Counts of items by the first rater's label (rows) and the second's (columns).
+
+    Returns
+    -------
+    float
+        The standard error; NaN when kappa is undefined (chance agreement is 1).
+
+    References
+    ----------
+    Fleiss, Cohen and Everitt, "Large sample standard errors of kappa and weighted kappa",
+    Psychological Bulletin, 1969.
+
+    Examples
+    --------
+    >>> round(kappa_standard_error([[142, 8], [22, 28]]), 4)
+    0.0705
     """
     table = np.asarray(table, dtype=np.float64)
     n = table.sum()
@@ -188,6 +218,24 @@ class KappaEstimate(Interval):
 def kappa_interval(a: Sequence, b: Sequence, *, confidence: float = 0.95) -> KappaEstimate:
     """Return kappa with a Wald interval from its large-sample standard error.
 
+    Parameters
+    ----------
+    a, b : sequences of labels, same length
+        Labels of the same items by two raters, in the same order (any hashable labels).
+    confidence : float, default 0.95
+        Level of the two-sided interval.
+
+    Returns
+    -------
+    KappaEstimate
+        ``estimate`` is kappa, ``low`` and ``high`` are ``estimate -/+ z * se``; every field is
+        NaN, with ``undefined_reason`` set, when kappa is undefined.
+
+    References
+    ----------
+    Fleiss, Cohen and Everitt, 1969 (the standard error); statsmodels' ``cohens_kappa`` gives
+    the same interval.
+
     Examples
     --------
     >>> human = [1] * 150 + [0] * 50
@@ -216,6 +264,45 @@ class BinaryAgreement:
     ``counts[(reference, predicted)]`` is the confusion table. The failure class is the one you
     care about catching (unsupported answers): ``missed`` counts the items the reference put in it
     that the judge passed, and ``miss_rate`` is ``missed / failures``.
+
+    Parameters
+    ----------
+    n : int
+        Items both raters labelled.
+    labels : (label, label)
+        The two classes, in the order of the confusion table.
+    failure_class : label
+        The class whose misses matter (unsupported).
+    counts : mapping (reference label, predicted label) -> int
+        The confusion table.
+    agreement : float
+        Raw agreement, the fraction of items labelled alike.
+    kappa : float
+        Cohen's kappa (NaN when undefined).
+    kappa_undefined_reason : str or None
+        Why kappa is undefined, when it is.
+    reference_rate, predicted_rate : mapping label -> float
+        Each class's prevalence by the reference and by the judge.
+    failures : int
+        Items the reference put in the failure class.
+    caught, missed : int
+        Of those, how many the judge also failed, and how many it passed.
+    false_alarms : int
+        Items the reference passed that the judge failed.
+    miss_rate : float
+        ``missed / failures`` (NaN without failures).
+    miss_rate_interval : ProportionEstimate or None
+        Wilson interval on the miss rate (None without failures).
+    sensitivity, specificity : float
+        The judge's rate of catching failures, and of passing what the reference passed.
+    reference_name, predicted_name : str, default "people" and "judge"
+        The raters' names, used in sentences.
+
+    Examples
+    --------
+    >>> report = binary_agreement([1] * 150 + [0] * 50, [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28)
+    >>> report.pass_class, report.miss_rate, report.miss_sentence()
+    (1, 0.44, 'the judge passed 22 of the 50 answers people found unsupported')
     """
 
     n: int
@@ -240,6 +327,7 @@ class BinaryAgreement:
 
     @property
     def pass_class(self) -> Any:
+        """The class that is not the failure class."""
         return self.labels[0] if self.labels[1] == self.failure_class else self.labels[1]
 
     def confusion_frame(self) -> pd.DataFrame:
@@ -284,6 +372,8 @@ def binary_agreement(
         The two classes; by default ``(1, 0)`` when the data are 0/1 or booleans.
     confidence : float, default 0.95
         Level of the Wilson interval on the miss rate.
+    reference_name, predicted_name : str, default "people" and "judge"
+        The raters' names, used in error messages and sentences.
 
     Returns
     -------

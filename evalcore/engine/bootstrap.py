@@ -99,6 +99,25 @@ def percentile_positions(iterations: int, *, confidence: float = 0.95) -> tuple[
 
     ``int(0.025 * iterations)`` and ``int(0.975 * iterations)`` at 95 %, as in the spec; a small
     tolerance keeps ``1 - 0.025`` from flooring one position low in floating point.
+
+    Parameters
+    ----------
+    iterations : int
+        Number of resampled means.
+    confidence : float, default 0.95
+        Level of the two-sided interval.
+
+    Returns
+    -------
+    (int, int)
+        0-based positions of the lower and upper bound, both below ``iterations``.
+
+    Examples
+    --------
+    >>> percentile_positions(10_000)
+    (250, 9750)
+    >>> percentile_positions(1000, confidence=0.9)
+    (50, 950)
     """
     iterations = check_positive_int(iterations, "iterations")
     confidence = check_probability(confidence, "confidence")

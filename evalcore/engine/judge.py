@@ -35,6 +35,12 @@ class KappaBootstrap(Interval):
         Seed of the random generator.
     confidence : float, default 0.95
         Level of the two-sided interval.
+
+    Examples
+    --------
+    >>> kappa, low, high = kappa_bootstrap([[142, 8], [22, 28]], iterations=2000)
+    >>> round(kappa, 3), round(low, 2), round(high, 2)
+    (0.559, 0.42, 0.69)
     """
 
     iterations: int
@@ -54,6 +60,27 @@ def kappa_bootstrap(
     Resampling items with replacement only changes how many fall in each cell, so the cell counts
     are drawn from a multinomial: exact, and fast at any n. Resamples where kappa is undefined
     (every item in one row and column) are dropped.
+
+    Parameters
+    ----------
+    table : array-like of int, shape (2, 2)
+        Counts ``[[a, b], [c, d]]``: rows are the first rater's labels, columns the second's.
+    iterations : int, default 10_000
+        Number of bootstrap resamples.
+    seed : int, default 7
+        Seed of the random generator.
+    confidence : float, default 0.95
+        Level of the two-sided interval.
+
+    Returns
+    -------
+    KappaBootstrap
+        ``estimate`` is the table's kappa (NaN if undefined); ``low`` and ``high`` the percentile
+        bounds over the resamples where kappa is defined (NaN if there is none).
+
+    References
+    ----------
+    Efron and Tibshirani, "An Introduction to the Bootstrap", 1993 (percentile interval).
 
     Examples
     --------
@@ -89,6 +116,18 @@ def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> flo
     ``(observed + specificity - 1) / (sensitivity + specificity - 1)``, clipped to [0, 1]. NaN when
     ``sensitivity + specificity <= 1``: such a judge carries no information about the truth.
 
+    Parameters
+    ----------
+    observed : float
+        The rate the judge reports (say its pass rate), in [0, 1].
+    sensitivity, specificity : float
+        The judge's rates against people, in [0, 1] (pass = positive).
+
+    Returns
+    -------
+    float
+        The corrected rate, in [0, 1], or NaN.
+
     References
     ----------
     Rogan and Gladen, "Estimating prevalence from the results of a screening test", 1978.
@@ -108,7 +147,24 @@ def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> flo
 
 @dataclass(frozen=True)
 class Stratum:
-    """One sampling stratum of labelled items, all with the same judge verdict."""
+    """One sampling stratum of labelled items, all with the same judge verdict.
+
+    Parameters
+    ----------
+    judge_pass : bool
+        The judge's verdict on every item of the stratum.
+    labelled : int
+        Items people labelled in it.
+    human_pass : int
+        Of those, the items people passed.
+    weight : float, default 1.0
+        Sampling weight, the stratum's population over ``labelled``.
+
+    Examples
+    --------
+    >>> Stratum(judge_pass=False, labelled=50, human_pass=22, weight=3.6)
+    Stratum(judge_pass=False, labelled=50, human_pass=22, weight=3.6)
+    """
 
     judge_pass: bool
     labelled: int
@@ -139,6 +195,14 @@ class CorrectedRate(Interval):
         Level of the two-sided interval.
     note : str, optional
         Why the estimate or interval is undefined, when it is.
+
+    Examples
+    --------
+    >>> rate = CorrectedRate(0.75, 0.7, 0.8, raw=0.82, sensitivity=0.95, specificity=0.56,
+    ...                      iterations=10_000, seed=7, confidence=0.95)
+    >>> corrected, low, high = rate
+    >>> corrected, rate.raw
+    (0.75, 0.82)
     """
 
     raw: float
@@ -187,6 +251,29 @@ def corrected_pass_rate(
     strata : sequence of Stratum
         The labelled sample by stratum: the judge's verdict, how many items people labelled and
         how many of those they passed, and the weight (stratum population / labelled).
+    iterations : int, default 10_000
+        Number of bootstrap resamples.
+    seed : int, default 7
+        Seed of the random generator.
+    confidence : float, default 0.95
+        Level of the two-sided interval.
+
+    Returns
+    -------
+    CorrectedRate
+        ``estimate`` is the corrected rate (Rogan-Gladen), ``raw`` the judge's own; ``note`` says
+        why the estimate or interval is NaN when it is.
+
+    References
+    ----------
+    Rogan and Gladen, 1978 (the correction); Efron and Tibshirani, 1993 (percentile interval).
+
+    Examples
+    --------
+    >>> strata = [Stratum(True, 40, 36, weight=82 / 40), Stratum(False, 20, 4, weight=18 / 20)]
+    >>> rate = corrected_pass_rate(run_passes=82, run_total=100, strata=strata, iterations=2000)
+    >>> rate.raw, round(rate.estimate, 3), round(rate.sensitivity, 3), round(rate.specificity, 3)
+    (0.82, 0.774, 0.953, 0.637)
     """
     run_total = check_positive_int(run_total, "run_total")
     if not 0 <= run_passes <= run_total:

@@ -21,7 +21,23 @@ IntervalMethod = Literal["wilson", "wald"]
 
 
 def z_score(confidence: float) -> float:
-    """Return the two-sided normal quantile for a confidence level (1.96 at 0.95)."""
+    """Return the two-sided normal quantile for a confidence level (1.96 at 0.95).
+
+    Parameters
+    ----------
+    confidence : float
+        Level of a two-sided interval, strictly between 0 and 1.
+
+    Returns
+    -------
+    float
+        ``z`` such that a standard normal lies within ``[-z, z]`` with probability ``confidence``.
+
+    Examples
+    --------
+    >>> round(z_score(0.95), 2)
+    1.96
+    """
     confidence = check_probability(confidence, "confidence")
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 
@@ -35,6 +51,10 @@ def proportion_se(p: float, n: int) -> float:
         The observed proportion, in [0, 1].
     n : int
         The number of questions (trials).
+
+    Returns
+    -------
+    float
 
     Examples
     --------
@@ -99,9 +119,19 @@ def proportion_interval(
     n : int
         Number of trials.
     confidence : float, default 0.95
+        Level of the two-sided interval.
     method : {"wilson", "wald"}, default "wilson"
         ``"wald"`` is ``p +/- z * SE`` (the spec's rough interval); ``"wilson"`` (Wilson, 1927)
         keeps good coverage for small n and rates near 0 or 1, as for a judge's miss rate.
+
+    Returns
+    -------
+    ProportionEstimate
+        ``estimate`` is the proportion, ``low`` and ``high`` the interval bounds within [0, 1].
+
+    References
+    ----------
+    Wilson, "Probable inference, the law of succession, and statistical inference", JASA 1927.
 
     Examples
     --------
@@ -165,6 +195,11 @@ def paired_sample_size(
     power : float, default 0.8
         Probability of detecting a true change of that size.
 
+    Returns
+    -------
+    int
+        Paired questions needed, rounded up.
+
     Examples
     --------
     A 4-point change when 10 % of questions flip needs a few hundred paired questions:
@@ -201,6 +236,24 @@ def paired_sample_size(
 
 def detectable_difference(n: int, *, sd: float, confidence: float = 0.95, power: float = 0.8) -> float:
     """Return the smallest paired mean change that n questions detect (inverse of the above).
+
+    ``(z_(1 - alpha/2) + z_power) * sd / sqrt(n)``.
+
+    Parameters
+    ----------
+    n : int
+        Paired questions.
+    sd : float
+        Standard deviation of the per-question differences (candidate minus baseline).
+    confidence : float, default 0.95
+        Two-sided confidence level.
+    power : float, default 0.8
+        Probability of detecting a true change of that size.
+
+    Returns
+    -------
+    float
+        The smallest change in the mean score detected with that power.
 
     Examples
     --------

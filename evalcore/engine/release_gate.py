@@ -38,7 +38,41 @@ def _check_margin(margin: Any, metric: str) -> float:
 
 @dataclass(frozen=True)
 class GateDecision:
-    """One gate decision: the interval on ``candidate - baseline`` and what it means."""
+    """One gate decision: the interval on ``candidate - baseline`` and what it means.
+
+    Parameters
+    ----------
+    metric : str
+        The metric's name.
+    status : {"pass", "review", "block"}
+        The decision (see :func:`decide`).
+    mean : float
+        The observed mean difference ``mean(cand - base)`` (the interval's estimate).
+    low, high : float
+        Bounds of the bootstrap interval on it; NaN when there were too few pairs for one.
+    margin : float
+        The tolerated drop the decision used.
+    n : int
+        Paired questions.
+    iterations, seed : int
+        Of the bootstrap (``iterations`` is 0 when none was run).
+    confidence : float
+        Level of the interval.
+    message : str
+        The decision in words, with the interval, as the spec writes it.
+    slice : str, default "all"
+        The slice of questions decided on.
+    higher_is_better : bool, default True
+        The metric's direction.
+    base_mean, cand_mean : float, default NaN
+        Each run's mean over the paired questions.
+
+    Examples
+    --------
+    >>> decision = gate("rr", [0, 1] * 20, [1, 1] * 20, iterations=500)
+    >>> decision.status, decision.mean, decision.as_dict()["n"]
+    ('pass', 0.5, 40)
+    """
 
     metric: str
     status: str
@@ -57,6 +91,7 @@ class GateDecision:
     cand_mean: float = math.nan
 
     def as_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (for JSON and DataFrames)."""
         return asdict(self)
 
 
@@ -65,6 +100,29 @@ def decide(low: float, high: float, *, margin: float, higher_is_better: bool = T
 
     For a metric where lower is better the interval is mirrored first, so that "a drop" always
     means "worse".
+
+    Parameters
+    ----------
+    low, high : float
+        Bounds of the interval on the difference ``cand - base``.
+    margin : float
+        The largest drop you are willing to ship without discussion (non-negative).
+    higher_is_better : bool, default True
+        False for metrics where a rise is a regression.
+
+    Returns
+    -------
+    str
+        ``PASS`` if ``low >= -margin``; else ``BLOCK`` if ``high < 0``; else ``REVIEW``.
+
+    References
+    ----------
+    The spec's release gate ("Turning metrics into a release gate"): non-inferiority with a margin.
+
+    Examples
+    --------
+    >>> decide(-0.077, -0.010, margin=0.02), decide(-0.01, 0.03, margin=0.02), decide(-0.05, 0.01, margin=0.02)
+    ('block', 'pass', 'review')
     """
     _check_margin(margin, "decide")
     if not higher_is_better:
@@ -171,7 +229,23 @@ def _decision(
 
 
 def overall_status(statuses: Sequence[str]) -> str:
-    """Return "block" if any decision blocks, else "review" if any needs review, else "pass"."""
+    """Return "block" if any decision blocks, else "review" if any needs review, else "pass".
+
+    Parameters
+    ----------
+    statuses : sequence of str
+        Statuses of the decisions, each one of ``STATUSES``.
+
+    Returns
+    -------
+    str
+        The worst status; ``"pass"`` for no statuses at all.
+
+    Examples
+    --------
+    >>> overall_status(["pass", "review", "pass"])
+    'review'
+    """
     statuses = list(statuses)
     unknown = sorted({repr(s) for s in statuses if s not in STATUSES})
     if unknown:
@@ -185,7 +259,27 @@ def overall_status(statuses: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class GateReport:
-    """Every (metric, slice) decision of a comparison and the overall status."""
+    """Every (metric, slice) decision of a comparison and the overall status.
+
+    Parameters
+    ----------
+    decisions : tuple of GateDecision
+        One per (metric, slice), in the order they were made.
+    overall : {"pass", "review", "block"}
+        The worst status among them (see :func:`overall_status`).
+    n_paired : int
+        Questions in both runs.
+    notes : tuple of str, default ()
+        What the comparison left out, in words.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> base = pd.DataFrame({"rr": [0.0, 1.0] * 10})
+    >>> report = gate_frame(base, base.assign(rr=1.0), iterations=500)
+    >>> report.overall, len(report.blocking()), list(report.to_frame()["metric"])
+    ('pass', 0, ['rr'])
+    """
 
     decisions: tuple[GateDecision, ...]
     overall: str
@@ -193,9 +287,11 @@ class GateReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_frame(self) -> pd.DataFrame:
+        """Return one row per decision, one column per field of :class:`GateDecision`."""
         return pd.DataFrame([d.as_dict() for d in self.decisions])
 
     def blocking(self) -> tuple[GateDecision, ...]:
+        """Return the decisions that block."""
         return tuple(d for d in self.decisions if d.status == BLOCK)
 
 
@@ -241,6 +337,15 @@ def gate_frame(
     Returns
     -------
     GateReport
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> base = pd.DataFrame({"kind": ["a", "b"] * 20, "recall@5": [1.0, 0.0] * 20})
+    >>> cand = base.assign(**{"recall@5": [0.0, 0.0] * 20})
+    >>> report = gate_frame(base, cand, slice_by="kind", iterations=500)
+    >>> report.overall, [(d.slice, d.status) for d in report.decisions]
+    ('block', [('all', 'block'), ('a', 'block'), ('b', 'pass')])
     """
     if not isinstance(base, pd.DataFrame) or not isinstance(cand, pd.DataFrame):
         raise TypeError("base and cand must be pandas DataFrames with one row per question")

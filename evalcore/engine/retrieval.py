@@ -246,6 +246,29 @@ def score_encoded(
     small dense matrices and compared all at once; otherwise the kernel works on flat arrays with
     ``numpy.bincount`` reductions, linear in the number of retrieved ids plus gold judgments
     whatever the list lengths. Both give identical numbers.
+
+    Parameters
+    ----------
+    encoded : EncodedRetrieval
+        The questions, from :func:`encode_retrieval` or :meth:`EncodedRetrieval.from_padded`.
+    k : int or array-like of int, shape (n_questions,)
+        The cut-off: one for all, or per question the number of chunks that reached the model.
+    metrics : sequence of str, default ("recall", "precision", "rr", "ndcg")
+        Any of ``RETRIEVAL_METRICS``.
+    gain : {"exponential", "linear"}, default "exponential"
+        nDCG gain convention.
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n_questions,)
+        One float array per metric asked for (NaN for a question without relevant gold), plus
+        ``"n_relevant"`` and ``"k"`` (integers).
+
+    Examples
+    --------
+    >>> out = score_encoded(encode_retrieval([["d7", "d2", "d9"]], [{"d2", "d5"}]), 3, metrics=["recall", "rr"])
+    >>> float(out["recall"][0]), float(out["rr"][0]), int(out["n_relevant"][0])
+    (0.5, 0.5, 2)
     """
     _check_gain(gain)
     unknown = [m for m in metrics if m not in RETRIEVAL_METRICS]
@@ -433,7 +456,33 @@ def score_retrieval(
 
 @dataclass(frozen=True)
 class RetrievalSummary:
-    """Means of the retrieval metrics over answerable questions, and how declining was scored."""
+    """Means of the retrieval metrics over answerable questions, and how declining was scored.
+
+    Parameters
+    ----------
+    means : mapping column -> float
+        Mean of each metric column over the questions scored on every metric (NaN if none).
+    n_questions : int
+        Rows of the frame.
+    n_scored : int
+        Questions with relevant gold, which the means cover.
+    n_unanswerable : int
+        Questions marked (or found) unanswerable.
+    decline_rate : float
+        Fraction of unanswerable questions the system declined (higher is better); NaN when
+        there is none or ``declined`` was not given.
+    false_decline_rate : float
+        Fraction of answerable questions it declined (lower is better); NaN likewise.
+    notes : tuple of str, default ()
+        What the numbers leave out, in words.
+
+    Examples
+    --------
+    >>> frame = score_retrieval([["a"], ["b"]], [{"a"}, set()], 1, declined=[False, True])
+    >>> summary = summarize_retrieval(frame)
+    >>> summary.means["recall@1"], summary.n_scored, summary.decline_rate
+    (1.0, 1, 1.0)
+    """
 
     means: Mapping[str, float]
     n_questions: int
@@ -450,6 +499,23 @@ def summarize_retrieval(frame: pd.DataFrame) -> RetrievalSummary:
     ``decline_rate`` is the fraction of unanswerable questions the system declined (higher is
     better); ``false_decline_rate`` the fraction of answerable questions it declined (lower is
     better). Both are NaN when there is nothing to count or ``declined`` was not given.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A frame from :func:`score_retrieval`: one row per question, with ``answerable`` and
+        (to score declining) ``declined`` columns.
+
+    Returns
+    -------
+    RetrievalSummary
+
+    Examples
+    --------
+    >>> frame = score_retrieval([["a"], ["x"], ["a"]], [{"a"}, {"a"}, set()], 1, metrics=["recall"])
+    >>> summary = summarize_retrieval(frame)
+    >>> summary.means, summary.n_unanswerable
+    ({'recall@1': 0.5}, 1)
     """
     if not isinstance(frame, pd.DataFrame) or "answerable" not in frame.columns:
         raise ValueError("frame must be a DataFrame from score_retrieval (it needs the 'answerable' column)")
