@@ -6,6 +6,7 @@ bootstrap and the non-inferiority release gate. Importable from plain Python:
 >>> from evalcore.engine import recall_at_k, paired_bootstrap, gate
 """
 
+from ._interval import Interval
 from .agreement import (
     KAPPA_UNDEFINED_REASON,
     SUPPORTED,
@@ -29,7 +30,10 @@ from .proportions import (
 )
 from .registry import RETRIEVAL_REGISTRY, RetrievalMetric
 from .release_gate import (
+    BLOCK,
     DEFAULT_MARGIN,
+    PASS,
+    REVIEW,
     STATUSES,
     GateDecision,
     GateReport,
@@ -45,11 +49,13 @@ from .retrieval import (
     EncodedRetrieval,
     RetrievalSummary,
     encode_retrieval,
+    is_retrieval_metric,
     metric_column,
     ndcg_at_k,
     precision_at_k,
     recall_at_k,
     reciprocal_rank,
+    retrieval_metric_names,
     score_encoded,
     score_retrieval,
     summarize_retrieval,
@@ -57,13 +63,14 @@ from .retrieval import (
 from .spans import Chunk, ChunkMap, Span, map_spans_to_chunks
 
 __all__ = [
-    "BinaryAgreement", "BootstrapResult", "Chunk", "ChunkMap", "DEFAULT_MARGIN", "DEFAULT_RETRIEVAL_METRICS",
-    "EncodedRetrieval", "GAINS", "GateDecision", "GateReport", "KAPPA_UNDEFINED_REASON", "KappaEstimate",
-    "ProportionEstimate", "RETRIEVAL_METRICS", "RETRIEVAL_REGISTRY", "RetrievalMetric", "RetrievalSummary",
-    "STATUSES", "SUPPORTED", "Span", "UNSUPPORTED", "UndefinedMetricWarning", "binary_agreement",
-    "cohen_kappa", "decide", "detectable_difference", "encode_retrieval", "gate", "gate_frame",
+    "BLOCK", "BinaryAgreement", "BootstrapResult", "Chunk", "ChunkMap", "DEFAULT_MARGIN",
+    "DEFAULT_RETRIEVAL_METRICS", "EncodedRetrieval", "GAINS", "GateDecision", "GateReport", "Interval",
+    "KAPPA_UNDEFINED_REASON", "KappaEstimate", "PASS", "ProportionEstimate", "RETRIEVAL_METRICS",
+    "RETRIEVAL_REGISTRY", "REVIEW", "RetrievalMetric", "RetrievalSummary", "STATUSES", "SUPPORTED", "Span",
+    "UNSUPPORTED", "UndefinedMetricWarning", "binary_agreement", "cohen_kappa", "decide",
+    "detectable_difference", "encode_retrieval", "gate", "gate_frame", "is_retrieval_metric",
     "kappa_interval", "kappa_standard_error", "map_spans_to_chunks", "metric_column", "ndcg_at_k",
     "overall_status", "paired_bootstrap", "paired_sample_size", "percentile_positions", "precision_at_k",
-    "proportion_interval", "proportion_se", "recall_at_k", "reciprocal_rank", "score_encoded",
-    "score_retrieval", "summarize_retrieval", "z_score",
+    "proportion_interval", "proportion_se", "recall_at_k", "reciprocal_rank", "retrieval_metric_names",
+    "score_encoded", "score_retrieval", "summarize_retrieval", "z_score",
 ]

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+#: One question's gold: a mapping id -> grade (graded relevance) or a collection of ids (grade 1 each).
+Gold = Mapping[Any, float] | Collection[Any]
 
 
 def check_positive_int(value: Any, name: str, *, allow_zero: bool = False) -> int:

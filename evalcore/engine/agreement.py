@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._interval import Interval
 from ._validation import check_probability
 from .proportions import ProportionEstimate, proportion_interval, z_score
 
@@ -24,7 +25,17 @@ UNSUPPORTED = 0
 
 
 class UndefinedMetricWarning(UserWarning):
-    """A metric is undefined for this input and was returned as NaN."""
+    """A metric is undefined for this input and was returned as NaN (as scikit-learn's warning).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     kappa = cohen_kappa([1, 1], [1, 1])
+    >>> caught[0].category.__name__
+    'UndefinedMetricWarning'
+    """
 
 
 KAPPA_UNDEFINED_REASON = (
@@ -58,14 +69,27 @@ def _labels_pair(a: Sequence, b: Sequence, names: tuple[str, str]) -> tuple[np.n
     return a_arr, b_arr
 
 
+def _kappa_from_tables(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return kappa, observed and expected agreement of square count tables, vectorised.
+
+    The one definition of kappa's formula in the engine: ``tables`` has shape ``(..., m, m)``
+    (rows: rater 1, columns: rater 2); the results have shape ``(...)``. Kappa is NaN where the
+    expected (chance) agreement is 1, that is when both raters used one and the same label.
+    """
+    tables = np.asarray(tables, dtype=np.float64)
+    n = tables.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = np.trace(tables, axis1=-2, axis2=-1) / n
+        expected = np.einsum("...i,...i->...", tables.sum(axis=-1), tables.sum(axis=-2)) / n**2
+        kappa = (observed - expected) / (1.0 - expected)
+    kappa = np.where(np.isclose(expected, 1.0, rtol=0.0, atol=1e-12), np.nan, kappa)
+    return kappa, observed, expected
+
+
 def _kappa_from_table(table: np.ndarray) -> tuple[float, float, float]:
-    """Return (kappa, observed agreement, expected agreement) from a square count table."""
-    n = table.sum()
-    observed = np.trace(table) / n
-    expected = float(np.dot(table.sum(axis=1), table.sum(axis=0))) / n**2
-    if math.isclose(expected, 1.0, rel_tol=0.0, abs_tol=1e-12):
-        return math.nan, float(observed), float(expected)
-    return float((observed - expected) / (1.0 - expected)), float(observed), float(expected)
+    """Return (kappa, observed agreement, expected agreement) of one square count table."""
+    kappa, observed, expected = _kappa_from_tables(table)
+    return float(kappa), float(observed), float(expected)
 
 
 def cohen_kappa(a: Sequence, b: Sequence) -> float:
@@ -120,6 +144,26 @@ def kappa_standard_error(table: np.ndarray) -> float:
     """Return the large-sample standard error of kappa (Fleiss, Cohen and Everitt, 1969).
 
     The same formula as statsmodels' ``cohens_kappa(...).std_kappa``; used for kappa's interval.
+
+    Parameters
+    ----------
+    table : array-like of shape (m, m)
+        Counts of items by the first rater's label (rows) and the second's (columns).
+
+    Returns
+    -------
+    float
+        The standard error; NaN when kappa is undefined (chance agreement is 1).
+
+    References
+    ----------
+    Fleiss, Cohen and Everitt, "Large sample standard errors of kappa and weighted kappa",
+    Psychological Bulletin, 1969.
+
+    Examples
+    --------
+    >>> round(kappa_standard_error([[142, 8], [22, 28]]), 4)
+    0.0705
     """
     table = np.asarray(table, dtype=np.float64)
     n = table.sum()
@@ -141,20 +185,56 @@ def kappa_standard_error(table: np.ndarray) -> float:
     return math.sqrt(max(variance, 0.0))
 
 
-@dataclass(frozen=True)
-class KappaEstimate:
-    """Kappa with its asymptotic standard error and confidence interval."""
+@dataclass(frozen=True, kw_only=True)
+class KappaEstimate(Interval):
+    """Kappa with its asymptotic standard error and confidence interval.
 
-    kappa: float
+    Parameters
+    ----------
+    estimate : float
+        Cohen's kappa; NaN when undefined.
+    low, high : float
+        Bounds of the Wald interval ``estimate -/+ z * se``.
+    se : float
+        Large-sample standard error of kappa.
+    confidence : float
+        Level of the two-sided interval.
+    undefined_reason : str, optional
+        Why kappa is undefined (every field above is then NaN), else None.
+
+    Examples
+    --------
+    >>> est = KappaEstimate(0.5, 0.3, 0.7, se=0.1, confidence=0.95)
+    >>> kappa, low, high = est
+    >>> kappa, est.se
+    (0.5, 0.1)
+    """
+
     se: float
-    low: float
-    high: float
     confidence: float
     undefined_reason: str | None = None
 
 
 def kappa_interval(a: Sequence, b: Sequence, *, confidence: float = 0.95) -> KappaEstimate:
     """Return kappa with a Wald interval from its large-sample standard error.
+
+    Parameters
+    ----------
+    a, b : sequences of labels, same length
+        Labels of the same items by two raters, in the same order (any hashable labels).
+    confidence : float, default 0.95
+        Level of the two-sided interval.
+
+    Returns
+    -------
+    KappaEstimate
+        ``estimate`` is kappa, ``low`` and ``high`` are ``estimate -/+ z * se``; every field is
+        NaN, with ``undefined_reason`` set, when kappa is undefined.
+
+    References
+    ----------
+    Fleiss, Cohen and Everitt, 1969 (the standard error); statsmodels' ``cohens_kappa`` gives
+    the same interval.
 
     Examples
     --------
@@ -169,10 +249,12 @@ def kappa_interval(a: Sequence, b: Sequence, *, confidence: float = 0.95) -> Kap
     table, _ = _count_table(a_arr, b_arr)
     kappa, _, _ = _kappa_from_table(table)
     if math.isnan(kappa):
-        return KappaEstimate(math.nan, math.nan, math.nan, math.nan, confidence, KAPPA_UNDEFINED_REASON)
+        return KappaEstimate(
+            math.nan, math.nan, math.nan, se=math.nan, confidence=confidence, undefined_reason=KAPPA_UNDEFINED_REASON
+        )
     se = kappa_standard_error(table)
     z = z_score(confidence)
-    return KappaEstimate(kappa, se, kappa - z * se, kappa + z * se, confidence)
+    return KappaEstimate(kappa, kappa - z * se, kappa + z * se, se=se, confidence=confidence)
 
 
 @dataclass(frozen=True)
@@ -182,6 +264,45 @@ class BinaryAgreement:
     ``counts[(reference, predicted)]`` is the confusion table. The failure class is the one you
     care about catching (unsupported answers): ``missed`` counts the items the reference put in it
     that the judge passed, and ``miss_rate`` is ``missed / failures``.
+
+    Parameters
+    ----------
+    n : int
+        Items both raters labelled.
+    labels : (label, label)
+        The two classes, in the order of the confusion table.
+    failure_class : label
+        The class whose misses matter (unsupported).
+    counts : mapping (reference label, predicted label) -> int
+        The confusion table.
+    agreement : float
+        Raw agreement, the fraction of items labelled alike.
+    kappa : float
+        Cohen's kappa (NaN when undefined).
+    kappa_undefined_reason : str or None
+        Why kappa is undefined, when it is.
+    reference_rate, predicted_rate : mapping label -> float
+        Each class's prevalence by the reference and by the judge.
+    failures : int
+        Items the reference put in the failure class.
+    caught, missed : int
+        Of those, how many the judge also failed, and how many it passed.
+    false_alarms : int
+        Items the reference passed that the judge failed.
+    miss_rate : float
+        ``missed / failures`` (NaN without failures).
+    miss_rate_interval : ProportionEstimate or None
+        Wilson interval on the miss rate (None without failures).
+    sensitivity, specificity : float
+        The judge's rate of catching failures, and of passing what the reference passed.
+    reference_name, predicted_name : str, default "people" and "judge"
+        The raters' names, used in sentences.
+
+    Examples
+    --------
+    >>> report = binary_agreement([1] * 150 + [0] * 50, [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28)
+    >>> report.pass_class, report.miss_rate, report.miss_sentence()
+    (1, 0.44, 'the judge passed 22 of the 50 answers people found unsupported')
     """
 
     n: int
@@ -206,6 +327,7 @@ class BinaryAgreement:
 
     @property
     def pass_class(self) -> Any:
+        """The class that is not the failure class."""
         return self.labels[0] if self.labels[1] == self.failure_class else self.labels[1]
 
     def confusion_frame(self) -> pd.DataFrame:
@@ -250,6 +372,8 @@ def binary_agreement(
         The two classes; by default ``(1, 0)`` when the data are 0/1 or booleans.
     confidence : float, default 0.95
         Level of the Wilson interval on the miss rate.
+    reference_name, predicted_name : str, default "people" and "judge"
+        The raters' names, used in error messages and sentences.
 
     Returns
     -------

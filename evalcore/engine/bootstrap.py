@@ -36,6 +36,7 @@ from typing import Literal
 
 import numpy as np
 
+from ._interval import Interval
 from ._validation import as_float_array, check_no_nan, check_positive_int, check_probability
 
 BootstrapMethod = Literal["auto", "multinomial", "resample"]
@@ -53,13 +54,35 @@ _MAX_MULTINOMIAL_VALUES = 4096
 _POOLED_COST = 1.25
 
 
-@dataclass(frozen=True)
-class BootstrapResult:
-    """A paired bootstrap interval on ``mean(candidate - baseline)``."""
+@dataclass(frozen=True, kw_only=True)
+class BootstrapResult(Interval):
+    """A paired bootstrap interval on ``mean(candidate - baseline)``.
 
-    mean: float
-    low: float
-    high: float
+    Parameters
+    ----------
+    estimate : float
+        The observed mean difference, ``mean(cand - base)``.
+    low, high : float
+        Bounds of the percentile interval.
+    iterations : int
+        Number of bootstrap resamples.
+    seed : int
+        Seed of the random generator.
+    confidence : float, default 0.95
+        Level of the two-sided interval.
+    n : int, default 0
+        Number of paired questions.
+    method : {"multinomial", "resample", "mixed"}, default "resample"
+        The resampler that drew the means (all are exact).
+
+    Examples
+    --------
+    >>> result = BootstrapResult(0.25, 0.0, 0.5, iterations=1000, seed=7, n=4)
+    >>> mean, low, high = result
+    >>> mean, result.n
+    (0.25, 4)
+    """
+
     iterations: int
     seed: int
     confidence: float = 0.95
@@ -71,11 +94,30 @@ def _default_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def percentile_positions(iterations: int, confidence: float) -> tuple[int, int]:
+def percentile_positions(iterations: int, *, confidence: float = 0.95) -> tuple[int, int]:
     """Return the positions of the lower and upper bounds among the sorted resampled means.
 
     ``int(0.025 * iterations)`` and ``int(0.975 * iterations)`` at 95 %, as in the spec; a small
     tolerance keeps ``1 - 0.025`` from flooring one position low in floating point.
+
+    Parameters
+    ----------
+    iterations : int
+        Number of resampled means.
+    confidence : float, default 0.95
+        Level of the two-sided interval.
+
+    Returns
+    -------
+    (int, int)
+        0-based positions of the lower and upper bound, both below ``iterations``.
+
+    Examples
+    --------
+    >>> percentile_positions(10_000)
+    (250, 9750)
+    >>> percentile_positions(1000, confidence=0.9)
+    (50, 950)
     """
     iterations = check_positive_int(iterations, "iterations")
     confidence = check_probability(confidence, "confidence")
@@ -266,7 +308,8 @@ def paired_bootstrap(
     Returns
     -------
     BootstrapResult
-        ``mean`` is the observed mean difference; ``low`` and ``high`` the interval bounds.
+        ``estimate`` is the observed mean difference; ``low`` and ``high`` the interval bounds.
+        It unpacks as ``estimate, low, high``, like the spec's tuple.
 
     References
     ----------
@@ -275,8 +318,9 @@ def paired_bootstrap(
     Examples
     --------
     >>> result = paired_bootstrap([1, 0, 1, 1], [1, 1, 1, 1], iterations=1000)
-    >>> result.mean, result.high
+    >>> result.estimate, result.high
     (0.25, 0.75)
+    >>> mean, lo, hi = paired_bootstrap([1, 0, 1, 1], [1, 1, 1, 1], iterations=1000)
     """
     diffs, plan, iterations, confidence = _prepare(
         base, cand, iterations=iterations, seed=seed, confidence=confidence, method=method, threads=threads
@@ -322,10 +366,10 @@ def _prepare(
 def _finish(diffs: np.ndarray, plan: _Plan, *, iterations: int, seed: int, confidence: float) -> BootstrapResult:
     """Read the interval off the resampled means of a plan whose jobs have all run."""
     means = plan.means
-    low_pos, high_pos = percentile_positions(iterations, confidence)
+    low_pos, high_pos = percentile_positions(iterations, confidence=confidence)
     means.partition((low_pos, high_pos))
     return BootstrapResult(
-        mean=float(diffs.mean()),
+        estimate=float(diffs.mean()),
         low=float(means[low_pos]),
         high=float(means[high_pos]),
         iterations=iterations,

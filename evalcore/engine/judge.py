@@ -13,26 +13,36 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._interval import Interval
 from ._validation import check_positive_int, check_probability
+from .agreement import _kappa_from_tables
 from .bootstrap import percentile_positions
 
 
-def _kappa_from_cells(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """Kappa for 2x2 tables given as arrays of cells [[a, b], [c, d]] (rows: rater 1)."""
-    n = a + b + c + d
-    with np.errstate(invalid="ignore", divide="ignore"):
-        po = (a + d) / n
-        pe = ((a + b) * (a + c) + (c + d) * (b + d)) / n**2
-        kappa = (po - pe) / (1 - pe)
-    kappa[np.isclose(pe, 1.0)] = np.nan
-    return kappa
+@dataclass(frozen=True, kw_only=True)
+class KappaBootstrap(Interval):
+    """Kappa of a 2x2 table with a percentile bootstrap interval over items.
 
+    Parameters
+    ----------
+    estimate : float
+        Kappa of the table; NaN when undefined.
+    low, high : float
+        Bounds of the percentile interval; NaN when no resample has a defined kappa.
+    iterations : int
+        Number of bootstrap resamples drawn.
+    seed : int
+        Seed of the random generator.
+    confidence : float, default 0.95
+        Level of the two-sided interval.
 
-@dataclass(frozen=True)
-class IntervalEstimate:
-    estimate: float
-    low: float
-    high: float
+    Examples
+    --------
+    >>> kappa, low, high = kappa_bootstrap([[142, 8], [22, 28]], iterations=2000)
+    >>> round(kappa, 3), round(low, 2), round(high, 2)
+    (0.559, 0.42, 0.69)
+    """
+
     iterations: int
     seed: int
     confidence: float = 0.95
@@ -44,12 +54,33 @@ def kappa_bootstrap(
     iterations: int = 10_000,
     seed: int = 7,
     confidence: float = 0.95,
-) -> IntervalEstimate:
+) -> KappaBootstrap:
     """Return kappa of a 2x2 count table with a percentile bootstrap interval over items.
 
     Resampling items with replacement only changes how many fall in each cell, so the cell counts
     are drawn from a multinomial: exact, and fast at any n. Resamples where kappa is undefined
     (every item in one row and column) are dropped.
+
+    Parameters
+    ----------
+    table : array-like of int, shape (2, 2)
+        Counts ``[[a, b], [c, d]]``: rows are the first rater's labels, columns the second's.
+    iterations : int, default 10_000
+        Number of bootstrap resamples.
+    seed : int, default 7
+        Seed of the random generator.
+    confidence : float, default 0.95
+        Level of the two-sided interval.
+
+    Returns
+    -------
+    KappaBootstrap
+        ``estimate`` is the table's kappa (NaN if undefined); ``low`` and ``high`` the percentile
+        bounds over the resamples where kappa is defined (NaN if there is none).
+
+    References
+    ----------
+    Efron and Tibshirani, "An Introduction to the Bootstrap", 1993 (percentile interval).
 
     Examples
     --------
@@ -66,15 +97,17 @@ def kappa_bootstrap(
     if n == 0:
         raise ValueError("table is empty: there are no labelled items")
     flat = cells.ravel()
-    estimate = float(_kappa_from_cells(*(flat[i : i + 1].astype(float) for i in range(4)))[0])
+    estimate = float(_kappa_from_tables(cells)[0])
     rng = np.random.default_rng(seed)
-    draws = rng.multinomial(n, flat / n, size=iterations).astype(float)
-    kappas = _kappa_from_cells(draws[:, 0], draws[:, 1], draws[:, 2], draws[:, 3])
+    draws = rng.multinomial(n, flat / n, size=iterations)
+    kappas = _kappa_from_tables(draws.reshape(iterations, 2, 2))[0]
     kappas = np.sort(kappas[np.isfinite(kappas)])
     if kappas.size == 0:
-        return IntervalEstimate(estimate, math.nan, math.nan, iterations, seed, confidence)
-    low_pos, high_pos = percentile_positions(kappas.size, confidence)
-    return IntervalEstimate(estimate, float(kappas[low_pos]), float(kappas[high_pos]), iterations, seed, confidence)
+        return KappaBootstrap(estimate, math.nan, math.nan, iterations=iterations, seed=seed, confidence=confidence)
+    low_pos, high_pos = percentile_positions(kappas.size, confidence=confidence)
+    return KappaBootstrap(
+        estimate, float(kappas[low_pos]), float(kappas[high_pos]), iterations=iterations, seed=seed, confidence=confidence
+    )
 
 
 def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> float:
@@ -82,6 +115,18 @@ def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> flo
 
     ``(observed + specificity - 1) / (sensitivity + specificity - 1)``, clipped to [0, 1]. NaN when
     ``sensitivity + specificity <= 1``: such a judge carries no information about the truth.
+
+    Parameters
+    ----------
+    observed : float
+        The rate the judge reports (say its pass rate), in [0, 1].
+    sensitivity, specificity : float
+        The judge's rates against people, in [0, 1] (pass = positive).
+
+    Returns
+    -------
+    float
+        The corrected rate, in [0, 1], or NaN.
 
     References
     ----------
@@ -102,7 +147,24 @@ def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> flo
 
 @dataclass(frozen=True)
 class Stratum:
-    """One sampling stratum of labelled items, all with the same judge verdict."""
+    """One sampling stratum of labelled items, all with the same judge verdict.
+
+    Parameters
+    ----------
+    judge_pass : bool
+        The judge's verdict on every item of the stratum.
+    labelled : int
+        Items people labelled in it.
+    human_pass : int
+        Of those, the items people passed.
+    weight : float, default 1.0
+        Sampling weight, the stratum's population over ``labelled``.
+
+    Examples
+    --------
+    >>> Stratum(judge_pass=False, labelled=50, human_pass=22, weight=3.6)
+    Stratum(judge_pass=False, labelled=50, human_pass=22, weight=3.6)
+    """
 
     judge_pass: bool
     labelled: int
@@ -110,12 +172,40 @@ class Stratum:
     weight: float = 1.0
 
 
-@dataclass(frozen=True)
-class CorrectedRate:
+@dataclass(frozen=True, kw_only=True)
+class CorrectedRate(Interval):
+    """A run's pass rate corrected for the judge's errors, with a bootstrap interval.
+
+    Parameters
+    ----------
+    estimate : float
+        The corrected pass rate (Rogan-Gladen), in [0, 1]; NaN when the judge carries no
+        information or its sensitivity or specificity is unknown.
+    low, high : float
+        Bounds of the percentile bootstrap interval (NaN when undefined).
+    raw : float
+        The judge's raw pass rate on the run.
+    sensitivity, specificity : float
+        The judge's weighted sensitivity and specificity against people (pass = positive).
+    iterations : int
+        Number of bootstrap resamples.
+    seed : int
+        Seed of the random generator.
+    confidence : float
+        Level of the two-sided interval.
+    note : str, optional
+        Why the estimate or interval is undefined, when it is.
+
+    Examples
+    --------
+    >>> rate = CorrectedRate(0.75, 0.7, 0.8, raw=0.82, sensitivity=0.95, specificity=0.56,
+    ...                      iterations=10_000, seed=7, confidence=0.95)
+    >>> corrected, low, high = rate
+    >>> corrected, rate.raw
+    (0.75, 0.82)
+    """
+
     raw: float
-    corrected: float
-    low: float
-    high: float
     sensitivity: float
     specificity: float
     iterations: int
@@ -161,6 +251,29 @@ def corrected_pass_rate(
     strata : sequence of Stratum
         The labelled sample by stratum: the judge's verdict, how many items people labelled and
         how many of those they passed, and the weight (stratum population / labelled).
+    iterations : int, default 10_000
+        Number of bootstrap resamples.
+    seed : int, default 7
+        Seed of the random generator.
+    confidence : float, default 0.95
+        Level of the two-sided interval.
+
+    Returns
+    -------
+    CorrectedRate
+        ``estimate`` is the corrected rate (Rogan-Gladen), ``raw`` the judge's own; ``note`` says
+        why the estimate or interval is NaN when it is.
+
+    References
+    ----------
+    Rogan and Gladen, 1978 (the correction); Efron and Tibshirani, 1993 (percentile interval).
+
+    Examples
+    --------
+    >>> strata = [Stratum(True, 40, 36, weight=82 / 40), Stratum(False, 20, 4, weight=18 / 20)]
+    >>> rate = corrected_pass_rate(run_passes=82, run_total=100, strata=strata, iterations=2000)
+    >>> rate.raw, round(rate.estimate, 3), round(rate.sensitivity, 3), round(rate.specificity, 3)
+    (0.82, 0.774, 0.953, 0.637)
     """
     run_total = check_positive_int(run_total, "run_total")
     if not 0 <= run_passes <= run_total:
@@ -176,7 +289,10 @@ def corrected_pass_rate(
     note = None
     if not (math.isfinite(se) and math.isfinite(sp)):
         note = "people's labels hold only one class, so the judge's sensitivity or specificity is unknown"
-        return CorrectedRate(raw, math.nan, math.nan, math.nan, se, sp, iterations, seed, confidence, note)
+        return CorrectedRate(
+            math.nan, math.nan, math.nan, raw=raw, sensitivity=se, specificity=sp,
+            iterations=iterations, seed=seed, confidence=confidence, note=note,
+        )
     corrected = rogan_gladen(raw, se, sp)
     if math.isnan(corrected):
         note = "the judge's sensitivity + specificity is at most 1: its verdicts carry no information"
@@ -189,6 +305,12 @@ def corrected_pass_rate(
         draws = np.clip((passes + sp_b - 1.0) / youden, 0.0, 1.0)
     draws = np.sort(draws[np.isfinite(draws) & (youden > 0)])
     if draws.size == 0:
-        return CorrectedRate(raw, corrected, math.nan, math.nan, se, sp, iterations, seed, confidence, note)
-    low_pos, high_pos = percentile_positions(draws.size, confidence)
-    return CorrectedRate(raw, corrected, float(draws[low_pos]), float(draws[high_pos]), se, sp, iterations, seed, confidence, note)
+        return CorrectedRate(
+            corrected, math.nan, math.nan, raw=raw, sensitivity=se, specificity=sp,
+            iterations=iterations, seed=seed, confidence=confidence, note=note,
+        )
+    low_pos, high_pos = percentile_positions(draws.size, confidence=confidence)
+    return CorrectedRate(
+        corrected, float(draws[low_pos]), float(draws[high_pos]), raw=raw, sensitivity=se, specificity=sp,
+        iterations=iterations, seed=seed, confidence=confidence, note=note,
+    )

@@ -14,13 +14,30 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Literal
 
+from ._interval import Interval
 from ._validation import check_positive_int, check_probability
 
 IntervalMethod = Literal["wilson", "wald"]
 
 
 def z_score(confidence: float) -> float:
-    """Return the two-sided normal quantile for a confidence level (1.96 at 0.95)."""
+    """Return the two-sided normal quantile for a confidence level (1.96 at 0.95).
+
+    Parameters
+    ----------
+    confidence : float
+        Level of a two-sided interval, strictly between 0 and 1.
+
+    Returns
+    -------
+    float
+        ``z`` such that a standard normal lies within ``[-z, z]`` with probability ``confidence``.
+
+    Examples
+    --------
+    >>> round(z_score(0.95), 2)
+    1.96
+    """
     confidence = check_probability(confidence, "confidence")
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 
@@ -35,6 +52,10 @@ def proportion_se(p: float, n: int) -> float:
     n : int
         The number of questions (trials).
 
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> round(proportion_se(0.7, 300), 3)
@@ -45,21 +66,41 @@ def proportion_se(p: float, n: int) -> float:
     return math.sqrt(p * (1.0 - p) / n)
 
 
-@dataclass(frozen=True)
-class ProportionEstimate:
-    """A proportion with its standard error and confidence interval."""
+@dataclass(frozen=True, kw_only=True)
+class ProportionEstimate(Interval):
+    """A proportion with its standard error and confidence interval.
 
-    p: float
+    Parameters
+    ----------
+    estimate : float
+        The observed proportion, in [0, 1].
+    low, high : float
+        Bounds of the interval, within [0, 1].
+    n : int
+        Number of trials.
+    se : float
+        Standard error, ``sqrt(p * (1 - p) / n)``.
+    confidence : float
+        Level of the two-sided interval.
+    method : {"wilson", "wald"}
+        How the interval was computed.
+
+    Examples
+    --------
+    >>> est = proportion_interval(22, 50)
+    >>> est.estimate, est.n, est.successes
+    (0.44, 50, 22)
+    """
+
     n: int
     se: float
-    low: float
-    high: float
     confidence: float
     method: str
 
     @property
     def successes(self) -> int:
-        return round(self.p * self.n)
+        """The count of successes behind the proportion, ``round(estimate * n)``."""
+        return round(self.estimate * self.n)
 
 
 def proportion_interval(
@@ -78,9 +119,19 @@ def proportion_interval(
     n : int
         Number of trials.
     confidence : float, default 0.95
+        Level of the two-sided interval.
     method : {"wilson", "wald"}, default "wilson"
         ``"wald"`` is ``p +/- z * SE`` (the spec's rough interval); ``"wilson"`` (Wilson, 1927)
         keeps good coverage for small n and rates near 0 or 1, as for a judge's miss rate.
+
+    Returns
+    -------
+    ProportionEstimate
+        ``estimate`` is the proportion, ``low`` and ``high`` the interval bounds within [0, 1].
+
+    References
+    ----------
+    Wilson, "Probable inference, the law of succession, and statistical inference", JASA 1927.
 
     Examples
     --------
@@ -88,7 +139,7 @@ def proportion_interval(
     >>> round(est.low, 2), round(est.high, 2)
     (0.31, 0.58)
     >>> est = proportion_interval(0.7, 300, method="wald")
-    >>> round(est.se, 3), round(est.high - est.p, 3)
+    >>> round(est.se, 3), round(est.high - est.estimate, 3)
     (0.026, 0.052)
     """
     n = check_positive_int(n, "n")
@@ -113,7 +164,7 @@ def proportion_interval(
         half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
         # the Wilson interval always contains p; rounding put the bound at 0 (or 1) a hair past it
         low, high = max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
-    return ProportionEstimate(p=p, n=n, se=se, low=low, high=high, confidence=confidence, method=method)
+    return ProportionEstimate(estimate=p, low=low, high=high, n=n, se=se, confidence=confidence, method=method)
 
 
 def paired_sample_size(
@@ -143,6 +194,11 @@ def paired_sample_size(
         Two-sided confidence level.
     power : float, default 0.8
         Probability of detecting a true change of that size.
+
+    Returns
+    -------
+    int
+        Paired questions needed, rounded up.
 
     Examples
     --------
@@ -180,6 +236,24 @@ def paired_sample_size(
 
 def detectable_difference(n: int, *, sd: float, confidence: float = 0.95, power: float = 0.8) -> float:
     """Return the smallest paired mean change that n questions detect (inverse of the above).
+
+    ``(z_(1 - alpha/2) + z_power) * sd / sqrt(n)``.
+
+    Parameters
+    ----------
+    n : int
+        Paired questions.
+    sd : float
+        Standard deviation of the per-question differences (candidate minus baseline).
+    confidence : float, default 0.95
+        Two-sided confidence level.
+    power : float, default 0.8
+        Probability of detecting a true change of that size.
+
+    Returns
+    -------
+    float
+        The smallest change in the mean score detected with that power.
 
     Examples
     --------

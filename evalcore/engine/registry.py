@@ -15,7 +15,33 @@ from .retrieval import ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank
 
 @dataclass(frozen=True)
 class RetrievalMetric:
-    """A retrieval metric: its per-question function and properties the tests rely on."""
+    """A retrieval metric: its per-question function and properties the tests rely on.
+
+    Parameters
+    ----------
+    name : str
+        The registry's key (``"recall@k"``, ``"ndcg_linear@k"``).
+    batch_name : str
+        The metric's name in the batch scorer (one of ``RETRIEVAL_METRICS``).
+    score : callable ``(ranked, grades, k) -> float``
+        The exact per-question function.
+    uses_grades : bool, default False
+        Whether the grades matter, beyond relevant or not.
+    cut_at_k : bool, default True
+        Whether only the top k count (False for ``rr``, which reads the whole list).
+    trec_eval_name : str, optional
+        trec_eval's measure, with ``{k}`` for the cut-off (``"P_{k}"``), when it has one.
+    description : str, default ""
+        One line for people.
+    gain : {"exponential", "linear"}, default "exponential"
+        The ``gain`` to pass to the batch scorer so that it computes this entry (nDCG entries only).
+
+    Examples
+    --------
+    >>> metric = RETRIEVAL_REGISTRY["precision@k"]
+    >>> metric.batch_name, metric.trec_eval_name.format(k=5), metric.score(["d7", "d2"], {"d2": 1}, 2)
+    ('precision', 'P_5', 0.5)
+    """
 
     name: str
     batch_name: str
@@ -24,7 +50,6 @@ class RetrievalMetric:
     cut_at_k: bool = True
     trec_eval_name: str | None = None
     description: str = ""
-    #: The ``gain`` to pass to the batch scorer so that it computes this entry (nDCG entries only).
     gain: str = "exponential"
 
 

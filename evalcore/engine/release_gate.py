@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,9 @@ from ._validation import check_positive_int
 from .bootstrap import BootstrapMethod, BootstrapResult, paired_bootstrap
 
 GateStatus = Literal["pass", "review", "block"]
-STATUSES: tuple[str, ...] = ("pass", "review", "block")
+#: The gate's decisions, the one definition in the engine: ship it, let a person decide, do not ship.
+STATUSES: tuple[str, ...] = get_args(GateStatus)
+PASS, REVIEW, BLOCK = STATUSES
 DEFAULT_MARGIN = 0.02
 #: Columns of a scored frame (see ``score_retrieval``) that describe a question rather than score it.
 BOOKKEEPING_COLUMNS = frozenset({"k", "n_relevant", "answerable", "declined"})
@@ -36,7 +38,41 @@ def _check_margin(margin: Any, metric: str) -> float:
 
 @dataclass(frozen=True)
 class GateDecision:
-    """One gate decision: the interval on ``candidate - baseline`` and what it means."""
+    """One gate decision: the interval on ``candidate - baseline`` and what it means.
+
+    Parameters
+    ----------
+    metric : str
+        The metric's name.
+    status : {"pass", "review", "block"}
+        The decision (see :func:`decide`).
+    mean : float
+        The observed mean difference ``mean(cand - base)`` (the interval's estimate).
+    low, high : float
+        Bounds of the bootstrap interval on it; NaN when there were too few pairs for one.
+    margin : float
+        The tolerated drop the decision used.
+    n : int
+        Paired questions.
+    iterations, seed : int
+        Of the bootstrap (``iterations`` is 0 when none was run).
+    confidence : float
+        Level of the interval.
+    message : str
+        The decision in words, with the interval, as the spec writes it.
+    slice : str, default "all"
+        The slice of questions decided on.
+    higher_is_better : bool, default True
+        The metric's direction.
+    base_mean, cand_mean : float, default NaN
+        Each run's mean over the paired questions.
+
+    Examples
+    --------
+    >>> decision = gate("rr", [0, 1] * 20, [1, 1] * 20, iterations=500)
+    >>> decision.status, decision.mean, decision.as_dict()["n"]
+    ('pass', 0.5, 40)
+    """
 
     metric: str
     status: str
@@ -55,6 +91,7 @@ class GateDecision:
     cand_mean: float = math.nan
 
     def as_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (for JSON and DataFrames)."""
         return asdict(self)
 
 
@@ -63,22 +100,45 @@ def decide(low: float, high: float, *, margin: float, higher_is_better: bool = T
 
     For a metric where lower is better the interval is mirrored first, so that "a drop" always
     means "worse".
+
+    Parameters
+    ----------
+    low, high : float
+        Bounds of the interval on the difference ``cand - base``.
+    margin : float
+        The largest drop you are willing to ship without discussion (non-negative).
+    higher_is_better : bool, default True
+        False for metrics where a rise is a regression.
+
+    Returns
+    -------
+    str
+        ``PASS`` if ``low >= -margin``; else ``BLOCK`` if ``high < 0``; else ``REVIEW``.
+
+    References
+    ----------
+    The spec's release gate ("Turning metrics into a release gate"): non-inferiority with a margin.
+
+    Examples
+    --------
+    >>> decide(-0.077, -0.010, margin=0.02), decide(-0.01, 0.03, margin=0.02), decide(-0.05, 0.01, margin=0.02)
+    ('block', 'pass', 'review')
     """
     _check_margin(margin, "decide")
     if not higher_is_better:
         low, high = -high, -low
     if low >= -margin:
-        return "pass"
+        return PASS
     if high < 0:
-        return "block"
-    return "review"
+        return BLOCK
+    return REVIEW
 
 
 def _message(metric: str, status: str, mean: float, low: float, high: float, higher_is_better: bool) -> str:
     interval = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
-    if status == "pass":
+    if status == PASS:
         return f"{metric}: {interval}"
-    if status == "block":
+    if status == BLOCK:
         worse = "real drop" if higher_is_better else "real increase"
         return f"{metric}: {worse} {interval}"
     return f"{metric}: inconclusive {interval}"
@@ -152,7 +212,7 @@ def _decision(
     return GateDecision(
         metric=metric,
         status=status,
-        mean=result.mean,
+        mean=result.estimate,
         low=result.low,
         high=result.high,
         margin=margin,
@@ -160,7 +220,7 @@ def _decision(
         iterations=result.iterations,
         seed=result.seed,
         confidence=result.confidence,
-        message=_message(metric, status, result.mean, result.low, result.high, higher_is_better),
+        message=_message(metric, status, result.estimate, result.low, result.high, higher_is_better),
         slice=slice,
         higher_is_better=higher_is_better,
         base_mean=float(np.mean(np.asarray(base, dtype=float))),
@@ -169,18 +229,57 @@ def _decision(
 
 
 def overall_status(statuses: Sequence[str]) -> str:
-    """Return "block" if any decision blocks, else "review" if any needs review, else "pass"."""
+    """Return "block" if any decision blocks, else "review" if any needs review, else "pass".
+
+    Parameters
+    ----------
+    statuses : sequence of str
+        Statuses of the decisions, each one of ``STATUSES``.
+
+    Returns
+    -------
+    str
+        The worst status; ``"pass"`` for no statuses at all.
+
+    Examples
+    --------
+    >>> overall_status(["pass", "review", "pass"])
+    'review'
+    """
     statuses = list(statuses)
-    if "block" in statuses:
-        return "block"
-    if "review" in statuses:
-        return "review"
-    return "pass"
+    unknown = sorted({repr(s) for s in statuses if s not in STATUSES})
+    if unknown:
+        raise ValueError(f"unknown gate status(es) {', '.join(unknown)}; a status is one of {STATUSES}")
+    if BLOCK in statuses:
+        return BLOCK
+    if REVIEW in statuses:
+        return REVIEW
+    return PASS
 
 
 @dataclass(frozen=True)
 class GateReport:
-    """Every (metric, slice) decision of a comparison and the overall status."""
+    """Every (metric, slice) decision of a comparison and the overall status.
+
+    Parameters
+    ----------
+    decisions : tuple of GateDecision
+        One per (metric, slice), in the order they were made.
+    overall : {"pass", "review", "block"}
+        The worst status among them (see :func:`overall_status`).
+    n_paired : int
+        Questions in both runs.
+    notes : tuple of str, default ()
+        What the comparison left out, in words.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> base = pd.DataFrame({"rr": [0.0, 1.0] * 10})
+    >>> report = gate_frame(base, base.assign(rr=1.0), iterations=500)
+    >>> report.overall, len(report.blocking()), list(report.to_frame()["metric"])
+    ('pass', 0, ['rr'])
+    """
 
     decisions: tuple[GateDecision, ...]
     overall: str
@@ -188,10 +287,12 @@ class GateReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def to_frame(self) -> pd.DataFrame:
+        """Return one row per decision, one column per field of :class:`GateDecision`."""
         return pd.DataFrame([d.as_dict() for d in self.decisions])
 
     def blocking(self) -> tuple[GateDecision, ...]:
-        return tuple(d for d in self.decisions if d.status == "block")
+        """Return the decisions that block."""
+        return tuple(d for d in self.decisions if d.status == BLOCK)
 
 
 def gate_frame(
@@ -236,6 +337,15 @@ def gate_frame(
     Returns
     -------
     GateReport
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> base = pd.DataFrame({"kind": ["a", "b"] * 20, "recall@5": [1.0, 0.0] * 20})
+    >>> cand = base.assign(**{"recall@5": [0.0, 0.0] * 20})
+    >>> report = gate_frame(base, cand, slice_by="kind", iterations=500)
+    >>> report.overall, [(d.slice, d.status) for d in report.decisions]
+    ('block', [('all', 'block'), ('a', 'block'), ('b', 'pass')])
     """
     if not isinstance(base, pd.DataFrame) or not isinstance(cand, pd.DataFrame):
         raise TypeError("base and cand must be pandas DataFrames with one row per question")
@@ -297,7 +407,7 @@ def gate_frame(
                 mean = float(np.mean(cv[use] - bv[use]))
                 decisions.append(
                     GateDecision(
-                        metric=metric, status="review", mean=mean, low=math.nan, high=math.nan,
+                        metric=metric, status=REVIEW, mean=mean, low=math.nan, high=math.nan,
                         margin=margins[metric], n=n, iterations=0, seed=seed, confidence=confidence,
                         message=f"{metric}: too few paired questions ({n} < {min_pairs}) for an interval; mean {mean:+.3f}",
                         slice=name, higher_is_better=directions[metric],

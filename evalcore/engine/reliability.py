@@ -72,6 +72,7 @@ def pairwise_kappa(labels: Mapping[Hashable, Mapping[Hashable, Hashable]], *, mi
     Parameters
     ----------
     labels : mapping annotator -> (mapping item -> label)
+        Each annotator's labels by item.
     min_items : int, default 1
         Pairs sharing fewer items are left out.
 
@@ -79,6 +80,12 @@ def pairwise_kappa(labels: Mapping[Hashable, Mapping[Hashable, Hashable]], *, mi
     -------
     list of dict
         ``{"a", "b", "n", "agreement", "kappa"}`` per pair, kappa NaN when undefined.
+
+    Examples
+    --------
+    >>> pairs = pairwise_kappa({"ann": {1: "a", 2: "b", 3: "a"}, "bob": {1: "a", 2: "b", 3: "b"}})
+    >>> [(p["a"], p["b"], p["n"], round(p["kappa"], 2)) for p in pairs]
+    [('ann', 'bob', 3, 0.4)]
     """
     out = []
     for a, b in combinations(sorted(labels, key=str), 2):

@@ -53,11 +53,18 @@ def stratified_allocation(
     Parameters
     ----------
     strata : mapping (slice, verdict) -> number of items available
+        The population, by slice of questions and judge verdict.
     size : int
         Items wanted in all; at or above the total, every item is taken.
     min_class_share : float, default 0.25
         Each verdict gets at least this share of the sample when it has that many items; the rest
         follows the verdicts' shares of the population.
+
+    Returns
+    -------
+    dict (slice, verdict) -> int
+        Items to sample from each stratum (every key of ``strata``), never more than it holds;
+        they add up to ``size`` (or to every item when there are fewer).
 
     Examples
     --------

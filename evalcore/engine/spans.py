@@ -31,7 +31,23 @@ from ._validation import check_grade, check_positive_int
 
 @dataclass(frozen=True)
 class Span:
-    """A gold passage: a document, optionally a character range in it, and its grade."""
+    """A gold passage: a document, optionally a character range in it, and its grade.
+
+    Parameters
+    ----------
+    doc : str
+        The document's id.
+    grade : float, default 1.0
+        Graded relevance of the passage (above 0 means relevant).
+    start, end : int, optional
+        The half-open character range ``[start, end)``; both None (the default) for the whole
+        document.
+
+    Examples
+    --------
+    >>> Span("doc", 2, 150, 250).whole_document, Span.coerce({"doc": "doc"}).whole_document
+    (False, True)
+    """
 
     doc: str
     grade: float = 1.0
@@ -50,10 +66,22 @@ class Span:
 
     @property
     def whole_document(self) -> bool:
+        """Whether the span covers its whole document (no character range)."""
         return self.start is None
 
     @classmethod
     def coerce(cls, value: Any) -> Span:
+        """Return ``value`` as a Span: a Span, a mapping with doc (grade, start, end) or a 4-tuple.
+
+        Parameters
+        ----------
+        value : Span, mapping or (doc, start, end, grade)
+            One gold entry as stored or uploaded.
+
+        Returns
+        -------
+        Span
+        """
         if isinstance(value, Span):
             return value
         if isinstance(value, Mapping):
@@ -70,7 +98,22 @@ class Span:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A chunk of a document as it was indexed for one run: ``[start, end)`` characters."""
+    """A chunk of a document as it was indexed for one run: ``[start, end)`` characters.
+
+    Parameters
+    ----------
+    chunk_id : str
+        The chunk's id, as the run's retrieved lists name it.
+    doc : str
+        The document it was cut from.
+    start, end : int
+        Its half-open character range in the document.
+
+    Examples
+    --------
+    >>> Chunk("c1", "doc", 0, 100)
+    Chunk(chunk_id='c1', doc='doc', start=0, end=100)
+    """
 
     chunk_id: str
     doc: str
@@ -83,6 +126,17 @@ class ChunkMap:
 
     Build it once per run (it sorts each document's chunks by start) and reuse it for every
     question.
+
+    Parameters
+    ----------
+    chunks : iterable of Chunk, mapping or (chunk_id, doc, start, end)
+        The run's chunks; a mapping has ``chunk_id`` (or ``id``), ``doc``, ``start`` and ``end``.
+
+    Examples
+    --------
+    >>> chunk_map = ChunkMap([("c1", "doc", 0, 100), ("c2", "doc", 100, 200)])
+    >>> len(chunk_map), chunk_map.documents(["c2", "c1"]), chunk_map.chunk_grades([("doc", 90, 110, 2)])
+    (2, ['doc', 'doc'], {'c1': 2.0, 'c2': 2.0})
     """
 
     def __init__(self, chunks: Iterable[Chunk | tuple | Mapping]) -> None:
@@ -132,6 +186,7 @@ class ChunkMap:
         return chunk_id in self._doc_of
 
     def doc_of(self, chunk_id: str) -> str:
+        """Return the document a chunk was cut from (ValueError for an unknown chunk)."""
         try:
             return self._doc_of[chunk_id]
         except KeyError:
@@ -181,6 +236,11 @@ def map_spans_to_chunks(
         The run's chunks. Pass a :class:`ChunkMap` when scoring many questions.
     min_overlap : int, default 1
         Characters a chunk must share with a span to match it.
+
+    Returns
+    -------
+    dict of chunk_id -> float
+        Every chunk that matches a span, with the highest grade among the spans it matches.
 
     Examples
     --------

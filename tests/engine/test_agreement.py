@@ -25,6 +25,8 @@ from evalcore.engine import (
     kappa_standard_error,
     proportion_interval,
 )
+from evalcore.engine.agreement import _kappa_from_table, _kappa_from_tables
+from evalcore.engine.judge import kappa_bootstrap
 
 from . import spec_reference as spec
 from .spec_reference import SPEC_HUMAN, SPEC_JUDGE
@@ -185,7 +187,7 @@ def test_kappa_standard_error_and_interval_equal_statsmodels(table, confidence):
     assert kappa_standard_error(table) == pytest.approx(expected_se, rel=1e-7, abs=1e-7)
     a, b = labels_from_table(table)
     est = kappa_interval(a, b, confidence=confidence)
-    assert est.kappa == pytest.approx(reference.kappa, abs=1e-12)
+    assert est.estimate == pytest.approx(reference.kappa, abs=1e-12)
     assert est.se == pytest.approx(expected_se, rel=1e-7, abs=1e-7)
     assert est.low == pytest.approx(low, rel=1e-7, abs=1e-6)
     assert est.high == pytest.approx(high, rel=1e-7, abs=1e-6)
@@ -210,7 +212,7 @@ def test_a_textbook_kappa_standard_error():
 
 def test_kappa_interval_is_nan_with_a_reason_when_kappa_is_undefined():
     est = kappa_interval([1] * 10, [1] * 10)
-    assert math.isnan(est.kappa) and math.isnan(est.se) and math.isnan(est.low) and math.isnan(est.high)
+    assert math.isnan(est.estimate) and math.isnan(est.se) and math.isnan(est.low) and math.isnan(est.high)
     assert est.undefined_reason == KAPPA_UNDEFINED_REASON
 
 
@@ -221,7 +223,7 @@ def test_kappa_standard_error_is_nan_for_a_single_label_table():
 def test_a_wider_confidence_gives_a_wider_kappa_interval():
     narrow = kappa_interval(SPEC_HUMAN, SPEC_JUDGE, confidence=0.9)
     wide = kappa_interval(SPEC_HUMAN, SPEC_JUDGE, confidence=0.99)
-    assert wide.low < narrow.low < narrow.kappa < narrow.high < wide.high
+    assert wide.low < narrow.low < narrow.estimate < narrow.high < wide.high
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,3 +307,50 @@ def test_binary_agreement_counts_add_up_and_match_kappa(pair):
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         kappa = cohen_kappa(reference, predicted)
     assert (math.isnan(kappa) and math.isnan(report.kappa)) or report.kappa == pytest.approx(kappa)
+
+
+# --------------------------------------------------------------------------------------------
+# One formula for kappa: cohen_kappa / binary_agreement and the judge's bootstrap share it
+# --------------------------------------------------------------------------------------------
+
+
+def _labels_of(table):
+    """Rater labels (1 = supported) that give the 2x2 table [[1-1, 1-0], [0-1, 0-0]]."""
+    (a, b), (c, d) = table
+    return [1] * (a + b) + [0] * (c + d), [1] * a + [0] * b + [1] * c + [0] * d
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=4, max_size=4).filter(any))
+def test_the_judge_bootstrap_and_cohen_kappa_give_the_same_kappa_for_a_table(cells):
+    table = [cells[:2], cells[2:]]
+    human, judge = _labels_of(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        scalar = cohen_kappa(human, judge)
+    boot = kappa_bootstrap(table, iterations=20)
+    report = binary_agreement(human, judge, labels=(1, 0))
+    if math.isnan(scalar):
+        assert math.isnan(boot.estimate) and math.isnan(report.kappa)
+    else:
+        assert boot.estimate == scalar == report.kappa
+
+
+def test_the_vectorised_kappa_of_stacked_tables_equals_each_table_on_its_own():
+    rng = np.random.default_rng(4)
+    tables = rng.integers(0, 30, size=(200, 3, 3))
+    tables[:5] = 0
+    tables[:5, 1, 1] = 7  # one label only: undefined
+    kappa, observed, expected = _kappa_from_tables(tables)
+    assert kappa.shape == observed.shape == expected.shape == (200,)
+    assert np.isnan(kappa[:5]).all() and np.isfinite(kappa[5:]).all()
+    for i in range(5, 200):
+        assert (kappa[i], observed[i], expected[i]) == _kappa_from_table(tables[i])
+        assert kappa[i] == pytest.approx(cohen_kappa_score(*_pairs_of(tables[i])), abs=1e-12)
+
+
+def _pairs_of(table):
+    m = len(table)
+    a = [i for i in range(m) for j in range(m) for _ in range(int(table[i][j]))]
+    b = [j for i in range(m) for j in range(m) for _ in range(int(table[i][j]))]
+    return a, b

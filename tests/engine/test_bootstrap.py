@@ -83,7 +83,7 @@ def test_interval_equals_scipy_percentile_bootstrap_on_continuous_scores(method,
     result = paired_bootstrap(base, cand, method=method)
     low, high = scipy_interval(base, cand)
     tol = tolerance(base, cand, grid=False)
-    assert result.mean == pytest.approx(float(np.mean(cand - base)), abs=1e-12)
+    assert result.estimate == pytest.approx(float(np.mean(cand - base)), abs=1e-12)
     assert result.low == pytest.approx(low, abs=tol)
     assert result.high == pytest.approx(high, abs=tol)
 
@@ -163,12 +163,12 @@ def test_auto_picks_multinomial_for_few_distinct_differences_and_resample_for_ma
 @pytest.mark.parametrize("method", RESAMPLERS + ["auto"])
 def test_a_constant_difference_gives_a_zero_width_interval(method):
     result = paired_bootstrap([0.0] * 50, [0.25] * 50, method=method)
-    assert result.mean == result.low == result.high == 0.25
+    assert result.estimate == result.low == result.high == 0.25
 
 
 def test_doc_example_of_four_questions():
     result = paired_bootstrap([1, 0, 1, 1], [1, 1, 1, 1], iterations=1000)
-    assert (result.mean, result.high) == (0.25, 0.75)
+    assert (result.estimate, result.high) == (0.25, 0.75)
     assert result.low == 0.0
 
 
@@ -178,7 +178,7 @@ def test_shifting_the_candidate_by_a_constant_shifts_the_interval_by_it(pairs, s
     base, cand = pairs
     plain = paired_bootstrap(base, cand, method="resample", iterations=2000)
     shifted = paired_bootstrap(base, cand + shift, method="resample", iterations=2000)
-    assert shifted.mean == pytest.approx(plain.mean + shift, abs=1e-9)
+    assert shifted.estimate == pytest.approx(plain.estimate + shift, abs=1e-9)
     assert shifted.low == pytest.approx(plain.low + shift, abs=1e-9)
     assert shifted.high == pytest.approx(plain.high + shift, abs=1e-9)
 
@@ -188,7 +188,7 @@ def test_shifting_the_candidate_by_a_constant_shifts_the_interval_by_it(pairs, s
 def test_the_interval_contains_the_mean_and_is_ordered(pairs, method):
     base, cand = pairs
     result = paired_bootstrap(base, cand, method=method, iterations=2000)
-    assert result.low <= result.mean <= result.high
+    assert result.low <= result.estimate <= result.high
     assert -1.0 <= result.low <= result.high <= 1.0
 
 
@@ -198,25 +198,25 @@ def test_the_interval_contains_the_mean_and_is_ordered(pairs, method):
 
 
 def test_percentile_positions_at_95_percent_of_10000_are_250_and_9750():
-    assert percentile_positions(10_000, 0.95) == (250, 9750)
+    assert percentile_positions(10_000, confidence=0.95) == (250, 9750)
 
 
 def test_percentile_positions_equal_the_spec_int_of_fraction_times_iterations():
     for iterations in (1000, 2000, 4000, 9999, 10_000, 12_345):
-        assert percentile_positions(iterations, 0.95) == (int(0.025 * iterations), int(0.975 * iterations))
+        assert percentile_positions(iterations, confidence=0.95) == (int(0.025 * iterations), int(0.975 * iterations))
 
 
 @pytest.mark.parametrize("confidence", [0.8, 0.9, 0.95, 0.99])
 def test_percentile_positions_floor_the_exact_fraction_without_floating_point_slips(confidence):
     alpha = (1 - Fraction(str(confidence))) / 2
     for iterations in range(1, 3001):
-        low, high = percentile_positions(iterations, confidence)
+        low, high = percentile_positions(iterations, confidence=confidence)
         assert low == min(math.floor(alpha * iterations), iterations - 1)
         assert high == min(math.floor((1 - alpha) * iterations), iterations - 1)
 
 
 def test_percentile_positions_stay_inside_a_single_iteration():
-    assert percentile_positions(1, 0.95) == (0, 0)
+    assert percentile_positions(1, confidence=0.95) == (0, 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,5 +273,5 @@ def test_result_records_how_it_was_computed():
 
 def test_numpy_arrays_tuples_and_integer_scores_are_accepted():
     result = paired_bootstrap(np.array([0, 1, 1, 0]), (1, 1, 1, 0), iterations=200)
-    assert result.mean == 0.25
-    assert paired_bootstrap([True, False], [True, True], iterations=100, seed=np.int64(3)).mean == 0.5
+    assert result.estimate == 0.25
+    assert paired_bootstrap([True, False], [True, True], iterations=100, seed=np.int64(3)).estimate == 0.5

@@ -112,7 +112,7 @@ def test_gate_decision_carries_the_bootstrap_interval_and_the_means():
     decision = gate("faithfulness", base, cand, margin=0.02, seed=7)
     result = paired_bootstrap(base, cand, seed=7)
     assert isinstance(decision, GateDecision)
-    assert (decision.mean, decision.low, decision.high) == (result.mean, result.low, result.high)
+    assert (decision.mean, decision.low, decision.high) == (result.estimate, result.low, result.high)
     assert decision.n == 300 and decision.confidence == 0.95
     assert decision.slice == "all"
     assert decision.as_dict()["status"] == "block"

@@ -54,7 +54,7 @@ def test_wilson_interval_equals_statsmodels(pair, confidence):
     assert est.low == pytest.approx(low, rel=1e-9, abs=1e-12)
     assert est.high == pytest.approx(high, rel=1e-9, abs=1e-12)
     assert est.method == "wilson"
-    assert est.low <= est.p <= est.high
+    assert est.low <= est.estimate <= est.high
 
 
 @settings(max_examples=200, deadline=None)
@@ -92,16 +92,16 @@ def test_wilson_interval_of_a_zero_count_is_not_degenerate_where_wald_is():
 def test_a_float_successes_is_read_as_a_proportion_and_an_int_as_a_count():
     as_rate = proportion_interval(0.7, 300)
     as_count = proportion_interval(210, 300)
-    assert as_rate.p == pytest.approx(as_count.p)
+    assert as_rate.estimate == pytest.approx(as_count.estimate)
     assert (as_rate.low, as_rate.high) == pytest.approx((as_count.low, as_count.high))
     assert as_count.successes == 210
-    assert proportion_interval(np.int64(3), 10).p == 0.3
+    assert proportion_interval(np.int64(3), 10).estimate == 0.3
 
 
 def test_proportion_estimate_records_its_inputs():
     est = proportion_interval(22, 50, confidence=0.9, method="wald")
     assert isinstance(est, ProportionEstimate)
-    assert (est.p, est.n, est.confidence, est.method) == (0.44, 50, 0.9, "wald")
+    assert (est.estimate, est.n, est.confidence, est.method) == (0.44, 50, 0.9, "wald")
 
 
 def test_doc_example_miss_rate_interval():

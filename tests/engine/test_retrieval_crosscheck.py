@@ -5,11 +5,20 @@ be broken differently. trec_eval uses linear gain in nDCG (``ndcg_cut_k``); ranx
 (linear) and ``ndcg_burges`` (2^g - 1, the engine's default). Relevance is "grade above 0" in the
 engine and ranx, "grade at least 1" in trec_eval: the same for integer grades. Questions with no
 relevant gold are left out (trec_eval scores them 0, ranx refuses them, the engine gives NaN).
+
+ranx runs interpreted in the session (its own Python source with numba's JIT off; see
+``ranx_reference.py``); the ``slow`` test at the end runs the compiled tool on the same kind of
+batches and checks it against the engine and against the interpreted run.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +28,10 @@ from hypothesis import strategies as st
 
 from evalcore.engine import ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank, score_retrieval
 
+from .ranx_reference import RANX_METRICS
 from .strategies import DOCS, graded_gold, ranked_list
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TREC_MEASURES = {"ndcg_cut_5", "ndcg_cut_10", "P_5", "P_10", "recall_5", "recall_10", "recip_rank"}
 
@@ -174,3 +186,41 @@ def test_ranx_and_the_engine_disagree_with_each_other_between_gains_on_graded_go
     assert reference["ndcg@5"][0] != pytest.approx(reference["ndcg_burges@5"][0])
     assert ndcg_at_k(ranked[0], gold[0], 5, gain="linear") == pytest.approx(reference["ndcg@5"][0])
     assert ndcg_at_k(ranked[0], gold[0], 5) == pytest.approx(reference["ndcg_burges@5"][0])
+
+
+def small_batch(seed: int) -> tuple[list[list[str]], list[dict[str, int]]]:
+    """A batch like ``ranx_batch`` draws: 1-20 questions, 1-14 retrieved ids of 16, grades 0-3."""
+    rng = random.Random(seed)
+    ranked, gold = [], []
+    for _ in range(rng.randint(1, 20)):
+        pool = DOCS[:16]
+        grades = {d: rng.randint(0, 3) for d in rng.sample(pool, rng.randint(1, 6))}
+        if not any(grades.values()):
+            grades[min(grades)] = rng.randint(1, 3)
+        ranked.append(rng.sample(pool, rng.randint(1, 14)))
+        gold.append(grades)
+    return ranked, gold
+
+
+@pytest.mark.slow
+def test_compiled_ranx_equals_the_engine_and_interpreted_ranx(ranx_ready):
+    # The tool as shipped, numba-compiled, in a fresh interpreter: about 50 s of compilation on a
+    # cold machine, a few seconds once numba's cache is on disk.
+    batches = [seeded_batch(300, seed=12), seeded_batch(300, seed=13)] + [small_batch(seed) for seed in range(60)]
+    payload = json.dumps([[as_qrels(gold), as_run(ranked)] for ranked, gold in batches])
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.engine.ranx_reference"],
+        input=payload, capture_output=True, text=True, cwd=ROOT, env=env, timeout=1200,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["interpreted"] is False, "the subprocess should run ranx compiled"
+    assert len(out["scores"]) == len(batches)
+    for (ranked, gold), scores in zip(batches, out["scores"], strict=True):
+        compiled = {name: np.asarray(values) for name, values in scores.items()}
+        check_against_ranx(lambda qrels, run, compiled=compiled: compiled, ranked, gold)
+        interpreted = ranx_ready(as_qrels(gold), as_run(ranked))
+        for name in RANX_METRICS:
+            np.testing.assert_allclose(compiled[name], interpreted[name], rtol=0, atol=1e-12, err_msg=name)

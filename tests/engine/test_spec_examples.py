@@ -126,8 +126,8 @@ def test_spec_proportion_standard_error_at_p_0_7_and_n_300_is_0_026():
 
 def test_spec_single_run_interval_is_roughly_plus_or_minus_5_points():
     est = engine.proportion_interval(0.7, 300, method="wald")
-    assert round(est.high - est.p, 2) == 0.05
-    assert round(est.p - est.low, 2) == 0.05
+    assert round(est.high - est.estimate, 2) == 0.05
+    assert round(est.estimate - est.low, 2) == 0.05
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,12 +145,12 @@ def test_spec_bootstrap_data_has_baseline_0_717_and_candidate_0_673():
 def test_spec_bootstrap_example_gives_mean_minus_0_043_and_interval_minus_0_077_to_minus_0_010(method):
     base, cand = spec.spec_bootstrap_data()
     result = engine.paired_bootstrap(base, cand, method=method)
-    assert round(result.mean, 3) == -0.043
-    assert result.mean == pytest.approx(-13 / 300)
+    assert round(result.estimate, 3) == -0.043
+    assert result.estimate == pytest.approx(-13 / 300)
     # within one grid step of the spec's printed interval
     assert abs(result.low - (-0.077)) <= GRID + 1e-9
     assert abs(result.high - (-0.010)) <= GRID + 1e-9
-    assert result.low < result.mean < result.high
+    assert result.low < result.estimate < result.high
     # with the default seed 7 the engine lands exactly on the spec's printed values
     assert f"{result.low:+.3f}" == "-0.077" and f"{result.high:+.3f}" == "-0.010"
 
@@ -183,7 +183,7 @@ def test_spec_bootstrap_engine_agrees_with_the_spec_loop_within_one_grid_step():
     base, cand = spec.spec_bootstrap_data()
     mean, lo, hi = spec.paired_bootstrap(base, cand, iters=4000, seed=3)
     result = engine.paired_bootstrap(base, cand, iterations=4000, seed=3)
-    assert result.mean == pytest.approx(mean)
+    assert result.estimate == pytest.approx(mean)
     assert abs(result.low - lo) <= GRID + 1e-9
     assert abs(result.high - hi) <= GRID + 1e-9
     assert np.isclose(lo * 300, round(lo * 300))  # the spec's loop is on the grid too

@@ -141,8 +141,8 @@ CASES = [
     ("bootstrap seed bool", lambda: e.paired_bootstrap([1], [1], seed=True), ValueError, r"^seed must be a non-negative integer"),
     ("bootstrap threads", lambda: e.paired_bootstrap([1], [1], threads=0), ValueError, r"^threads must be a positive integer"),
     ("bootstrap method", lambda: e.paired_bootstrap([1, 0], [1, 1], method="bca"), ValueError, r"^method must be 'auto', 'multinomial' or 'resample', got 'bca'"),
-    ("percentile iterations", lambda: e.percentile_positions(0, 0.95), ValueError, r"^iterations must be a positive integer"),
-    ("percentile confidence", lambda: e.percentile_positions(100, 1.5), ValueError, r"^confidence must be strictly between 0 and 1"),
+    ("percentile iterations", lambda: e.percentile_positions(0, confidence=0.95), ValueError, r"^iterations must be a positive integer"),
+    ("percentile confidence", lambda: e.percentile_positions(100, confidence=1.5), ValueError, r"^confidence must be strictly between 0 and 1"),
     # ---- gate ----
     ("gate metric empty", lambda: e.gate("", [1], [1]), ValueError, r"^metric must be a non-empty name"),
     ("gate metric None", lambda: e.gate(None, [1], [1]), ValueError, r"^metric must be a non-empty name"),

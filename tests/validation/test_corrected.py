@@ -86,8 +86,8 @@ def test_the_corrected_rate_of_a_simulated_run_covers_the_true_rate_and_is_close
 
     assert result.raw == pytest.approx(TRUE_RATE * SE + (1 - TRUE_RATE) * (1 - SP), abs=0.01)  # the judge says about 0.82
     assert result.low < truth < result.high
-    assert result.corrected == pytest.approx(truth, abs=0.04)
-    assert abs(result.corrected - truth) < abs(result.raw - truth) / 2
+    assert result.estimate == pytest.approx(truth, abs=0.04)
+    assert abs(result.estimate - truth) < abs(result.raw - truth) / 2
     assert result.sensitivity == pytest.approx(SE, abs=0.03)
     assert result.specificity == pytest.approx(SP, abs=0.08)
     assert result.note is None and result.iterations == 10_000
@@ -96,7 +96,7 @@ def test_the_corrected_rate_of_a_simulated_run_covers_the_true_rate_and_is_close
 def test_with_the_sampling_weights_rogan_gladen_equals_the_stratified_estimate():
     result, _, stratified = simulate(7)
 
-    assert result.corrected == pytest.approx(stratified, abs=1e-9)
+    assert result.estimate == pytest.approx(stratified, abs=1e-9)
 
 
 def test_without_the_sampling_weights_the_oversampled_verdict_biases_the_estimate():
@@ -104,7 +104,7 @@ def test_without_the_sampling_weights_the_oversampled_verdict_biases_the_estimat
     unweighted, _, _ = simulate(11, weighted=False)
 
     assert unweighted.sensitivity < SE - 0.08  # the judge's fails are over-represented in the sample
-    assert abs(unweighted.corrected - truth) > 2 * abs(weighted.corrected - truth)
+    assert abs(unweighted.estimate - truth) > 2 * abs(weighted.estimate - truth)
 
 
 def test_the_interval_covers_the_true_rate_in_most_simulated_runs():
@@ -127,7 +127,7 @@ def test_the_interval_is_reproducible_with_the_same_seed_and_wider_than_the_labe
 def test_labels_of_one_class_only_leave_the_corrected_rate_unknown():
     result = corrected_pass_rate(run_passes=80, run_total=100, strata=[Stratum(True, 10, 10), Stratum(False, 10, 10)])
 
-    assert math.isnan(result.corrected) and math.isnan(result.low)
+    assert math.isnan(result.estimate) and math.isnan(result.low)
     assert "only one class" in result.note
 
 

@@ -190,7 +190,7 @@ def _corrected(campaign: Campaign, pairs: Sequence[Pair]) -> dict[str, Any] | No
     except ValueError:
         return None
     return {
-        "raw": rate.raw, "corrected": _finite(rate.corrected), "low": _finite(rate.low), "high": _finite(rate.high),
+        "raw": rate.raw, "corrected": _finite(rate.estimate), "low": _finite(rate.low), "high": _finite(rate.high),
         "sensitivity": _finite(rate.sensitivity), "specificity": _finite(rate.specificity), "note": rate.note,
         "run_items": run_total, "iterations": rate.iterations,
     }
@@ -323,7 +323,7 @@ def remeasure(campaign: Campaign, verdict_set: VerdictSet, *, split: str = "held
         agree_old = [float(p.human == p.judge) for p in paired_old]
         agree_new = [float(p.human == p.judge) for p in paired_new]
         boot = paired_bootstrap(agree_old, agree_new, iterations=ITERATIONS, seed=campaign.seed)
-        result["change_in_agreement"] = {"mean": boot.mean, "low": boot.low, "high": boot.high, "n": boot.n}
+        result["change_in_agreement"] = {"mean": boot.estimate, "low": boot.low, "high": boot.high, "n": boot.n}
     missing = Item.objects.filter(campaign=campaign, split=Item.Split.HELDOUT).exclude(verdicts__verdict_set=verdict_set).count()
     result["heldout_items_without_new_verdicts"] = missing
     if viewer is not None:
