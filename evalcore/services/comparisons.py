@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from evalcore.engine import STATUSES, GateDecision, GateReport, gate_frame, overall_status
+from evalcore.engine import REVIEW, GateDecision, GateReport, gate_frame, overall_status
 
 from ..models import Comparison, GateDecisionRecord, Run
 from ..selectors import run_rows_frame
@@ -26,7 +26,6 @@ from .scoring import is_judge_metric
 
 Progress = Callable[[int, int | None, str], None]
 SLICE_COLUMN = "type"
-REVIEW = STATUSES[1]
 
 
 class ComparisonRefused(UserFacingError):

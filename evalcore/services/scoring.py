@@ -24,19 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from evalcore.engine import ChunkMap, score_retrieval
+from evalcore.engine import ChunkMap, is_retrieval_metric, retrieval_metric_names, score_retrieval
 
-RETRIEVAL_BASE = ("recall", "precision", "rr", "ndcg")
-JUDGE_COMPUTED = ("faithfulness",)
 ABSTENTION = "abstention"
-
-
-def retrieval_metric_names(k: int) -> list[str]:
-    return [f"recall@{k}", f"precision@{k}", "rr", f"ndcg@{k}"]
-
-
-def is_retrieval_metric(name: str) -> bool:
-    return name == "rr" or name.split("@")[0] in ("recall", "precision", "ndcg", "rr")
 
 
 def is_judge_metric(name: str) -> bool:

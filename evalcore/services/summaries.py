@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalcore.engine import proportion_interval, z_score
+from evalcore.engine import proportion_interval, retrieval_metric_names, z_score
 
 ALL = "all"
 NO_TYPE = "(no type)"
@@ -75,6 +75,6 @@ def summarize_scores(
 
 def order_metrics(names: set[str] | list[str], k: int) -> list[str]:
     """Retrieval metrics first in a fixed order, then faithfulness, abstention, then the rest."""
-    fixed = [f"recall@{k}", f"precision@{k}", "rr", f"ndcg@{k}", "faithfulness", "abstention"]
+    fixed = [*retrieval_metric_names(k), "faithfulness", "abstention"]
     names = set(names)
     return [m for m in fixed if m in names] + sorted(names - set(fixed))

@@ -5,7 +5,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evalcore.engine import STATUSES
+from evalcore.engine import BLOCK, PASS, REVIEW
 
 from ...jobs import GateParams, request_gate
 from ...models import Comparison
@@ -16,7 +16,7 @@ from ...services.problems import UserFacingError
 from ..cli import run_job_cli
 
 #: Exit codes for CI: pass 0, review 3, block 4 (and 1 for an error, as every failed command).
-EXIT = dict(zip(STATUSES, (0, 3, 4)))
+EXIT = {PASS: 0, REVIEW: 3, BLOCK: 4}
 
 
 def _margin_pair(text: str) -> tuple[str, float]:
