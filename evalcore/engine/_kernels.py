@@ -11,7 +11,8 @@ numbers (the tests check it bit for bit):
 
 Both take validated arguments: ``k_q`` one non-negative integer per question, ``metrics`` names
 from ``RETRIEVAL_METRICS`` and ``gain`` one of ``GAINS``. Each returns one float array per
-metric (NaN where the question has no relevant gold) plus ``n_relevant`` and ``k``.
+metric (NaN where the question has no gold judgment at all; 0 where its judged gold holds no
+relevant document, as trec_eval scores it) plus ``n_relevant`` and ``k``.
 """
 
 from __future__ import annotations
@@ -157,22 +158,22 @@ def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[s
     first = width - score.astype(np.intp)
     k_eff = np.minimum(k_q, width)
     in_k = first < k_eff
-    answerable = n_relevant > 0
+    judged = np.diff(encoded.gold_offsets) > 0  # scored: NaN only without any gold judgment
     with np.errstate(invalid="ignore", divide="ignore"):
         out: dict[str, np.ndarray] = {}
         if "recall" in metrics or "precision" in metrics:
             hits_k = np.count_nonzero(in_k, axis=0).astype(np.float64)
             if "recall" in metrics:
-                out["recall"] = np.where(answerable, hits_k / np.maximum(n_relevant, 1), np.nan)
+                out["recall"] = np.where(judged, hits_k / np.maximum(n_relevant, 1), np.nan)
             if "precision" in metrics:
-                out["precision"] = np.where(answerable, np.where(k_q > 0, hits_k / np.maximum(k_q, 1), 0.0), np.nan)
+                out["precision"] = np.where(judged, np.where(k_q > 0, hits_k / np.maximum(k_q, 1), 0.0), np.nan)
         if "rr" in metrics or "rr@k" in metrics:
             best = first.min(axis=0) if depth else np.full(n, width, dtype=np.intp)
             if "rr" in metrics:
                 rr = np.where(best < width, 1.0 / (best + 1.0), 0.0)
-                out["rr"] = np.where(answerable, np.where(k_q > 0, rr, 0.0), np.nan)
+                out["rr"] = np.where(judged, np.where(k_q > 0, rr, 0.0), np.nan)
             if "rr@k" in metrics:
-                out["rr@k"] = np.where(answerable, np.where(best < k_eff, 1.0 / (best + 1.0), 0.0), np.nan)
+                out["rr@k"] = np.where(judged, np.where(best < k_eff, 1.0 / (best + 1.0), 0.0), np.nan)
         if "ndcg" in metrics:
             gains = np.append(np.where(relevant_flat, _gains(g_grades, gain), 0.0), 0.0)[g_index]
             # The flat kernel adds each question's discounted gains in rank order. With at most two
@@ -203,7 +204,7 @@ def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[s
             discount = np.log2(np.arange(cut) + 2.0)
             for j in range(cut):
                 idcg += np.where(j < k_q, gains[j] / discount[j], 0.0)
-            out["ndcg"] = np.where(answerable, np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0), np.nan)
+            out["ndcg"] = np.where(judged, np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0), np.nan)
     out["n_relevant"] = n_relevant
     out["k"] = k_q
     return out
@@ -253,15 +254,15 @@ def _score_flat(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[st
     hit_grade = rel_grades[slot[hit_idx]]
     in_k = hit_pos < k_q[hit_q]
 
-    answerable = n_relevant > 0
+    judged = np.diff(encoded.gold_offsets) > 0  # scored: NaN only without any gold judgment
     with np.errstate(invalid="ignore", divide="ignore"):
         out: dict[str, np.ndarray] = {}
         if "recall" in metrics or "precision" in metrics:
             hits_k = np.bincount(hit_q[in_k], minlength=n).astype(np.float64)
             if "recall" in metrics:
-                out["recall"] = np.where(answerable, hits_k / np.maximum(n_relevant, 1), np.nan)
+                out["recall"] = np.where(judged, hits_k / np.maximum(n_relevant, 1), np.nan)
             if "precision" in metrics:
-                out["precision"] = np.where(answerable, np.where(k_q > 0, hits_k / np.maximum(k_q, 1), 0.0), np.nan)
+                out["precision"] = np.where(judged, np.where(k_q > 0, hits_k / np.maximum(k_q, 1), 0.0), np.nan)
         if "rr" in metrics or "rr@k" in metrics:
             # hits are in flat order, so sorted by question and then by rank
             sq, sp = hit_q, hit_pos
@@ -271,12 +272,12 @@ def _score_flat(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[st
                 rr = np.zeros(n)
                 rr[sq[first]] = 1.0 / (sp[first] + 1.0)
                 # k = 0 (no chunk reached the model) scores 0 on every metric, rr included
-                out["rr"] = np.where(answerable, np.where(k_q > 0, rr, 0.0), np.nan)
+                out["rr"] = np.where(judged, np.where(k_q > 0, rr, 0.0), np.nan)
             if "rr@k" in metrics:
                 rr_k = np.zeros(n)
                 within = first & (sp < k_q[sq])
                 rr_k[sq[within]] = 1.0 / (sp[within] + 1.0)
-                out["rr@k"] = np.where(answerable, rr_k, np.nan)
+                out["rr@k"] = np.where(judged, rr_k, np.nan)
         if "ndcg" in metrics:
             dcg = np.bincount(
                 hit_q[in_k],
@@ -294,7 +295,7 @@ def _score_flat(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[st
             idcg = np.bincount(
                 iq[within], weights=_gain_values(ig[within], gain) / np.log2(ipos[within] + 2.0), minlength=n
             )
-            out["ndcg"] = np.where(answerable, np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0), np.nan)
+            out["ndcg"] = np.where(judged, np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0), np.nan)
     out["n_relevant"] = n_relevant
     out["k"] = k_q
     return out

@@ -15,8 +15,12 @@ Conventions (each one changes the numbers, so each is a parameter or stated here
   a system that returns fewer chunks is not rewarded for it. Give the per-question k as the number
   of chunks that reached the model to measure precision over what the model saw. A question where
   no chunk reached the model (k = 0) scores 0 on every metric.
-* **Unanswerable questions** (no relevant gold) get NaN for every retrieval metric and are left
-  out of the means; they are scored instead on whether the system declined to answer.
+* **Judged, none relevant**: a question whose gold is judged but holds no relevant document
+  (every grade 0) scores 0 on every metric and stays in the means, as trec_eval and the spec's
+  functions score it: retrieval had nothing right to find, and found nothing right.
+* **Unanswerable questions** (marked so, or with no gold judgment at all) get NaN for every
+  retrieval metric and are left out of the means; they are scored instead on whether the system
+  declined to answer.
 * **nDCG gain**: ``"exponential"`` is 2^g - 1 (the spec's, Burges et al.), ``"linear"`` is g
   (trec_eval's). They agree when grades are binary.
 * **Reciprocal rank** looks at the whole ranked list, as in the spec and trec_eval's ``recip_rank``;
@@ -67,6 +71,11 @@ def _first_occurrences(ranked: Sequence, k: int | None = None) -> list[tuple[int
     return out
 
 
+def _nothing_relevant(gold: Gold) -> float:
+    """The score of a question with no relevant gold: 0 when it was judged (grades all 0), NaN when nothing was."""
+    return 0.0 if isinstance(gold, Mapping) and len(gold) > 0 else math.nan
+
+
 def recall_at_k(ranked: Sequence, gold: Gold, k: int) -> float:
     """Return the fraction of relevant gold documents that appear in the top k.
 
@@ -82,7 +91,7 @@ def recall_at_k(ranked: Sequence, gold: Gold, k: int) -> float:
     Returns
     -------
     float
-        In [0, 1]; NaN when the question has no relevant gold (unanswerable).
+        In [0, 1]; 0 when the gold is judged but none of it is relevant; NaN when nothing is judged.
 
     Examples
     --------
@@ -93,7 +102,7 @@ def recall_at_k(ranked: Sequence, gold: Gold, k: int) -> float:
     k = check_positive_int(k, "k")
     relevant = relevant_grades(gold)
     if not relevant:
-        return math.nan
+        return _nothing_relevant(gold)
     return len(set(ranked[:k]).intersection(relevant)) / len(relevant)
 
 
@@ -115,7 +124,7 @@ def precision_at_k(ranked: Sequence, gold: Gold, k: int) -> float:
     Returns
     -------
     float
-        In [0, 1]; NaN when the question has no relevant gold (unanswerable).
+        In [0, 1]; 0 when the gold is judged but none of it is relevant; NaN when nothing is judged.
 
     Examples
     --------
@@ -126,7 +135,7 @@ def precision_at_k(ranked: Sequence, gold: Gold, k: int) -> float:
     k = check_positive_int(k, "k")
     relevant = relevant_grades(gold)
     if not relevant:
-        return math.nan
+        return _nothing_relevant(gold)
     return len(set(ranked[:k]).intersection(relevant)) / k
 
 
@@ -148,7 +157,7 @@ def reciprocal_rank(ranked: Sequence, gold: Gold, *, k: int | None = None) -> fl
     Returns
     -------
     float
-        In [0, 1]; NaN when the question has no relevant gold.
+        In [0, 1]; 0 when the gold is judged but none of it is relevant; NaN when nothing is judged.
 
     Examples
     --------
@@ -160,7 +169,7 @@ def reciprocal_rank(ranked: Sequence, gold: Gold, *, k: int | None = None) -> fl
         k = check_positive_int(k, "k")
     relevant = relevant_grades(gold)
     if not relevant:
-        return math.nan
+        return _nothing_relevant(gold)
     for rank, doc in enumerate(ranked if k is None else ranked[:k], start=1):
         if doc in relevant:
             return 1.0 / rank
@@ -188,7 +197,7 @@ def ndcg_at_k(ranked: Sequence, grades: Gold, k: int, *, gain: Gain = "exponenti
     Returns
     -------
     float
-        In [0, 1]; NaN when the question has no relevant gold.
+        In [0, 1]; 0 when the gold is judged but none of it is relevant; NaN when nothing is judged.
 
     References
     ----------
@@ -205,7 +214,7 @@ def ndcg_at_k(ranked: Sequence, grades: Gold, k: int, *, gain: Gain = "exponenti
     _check_gain(gain)
     relevant = relevant_grades(grades, "grades")
     if not relevant:
-        return math.nan
+        return _nothing_relevant(grades)
     hits = [(rank, relevant[doc]) for rank, doc in _first_occurrences(ranked, k) if doc in relevant]
     dcg = sum(float(_gain_values(np.array([g]), gain)[0]) / math.log2(rank + 1) for rank, g in hits)
     ideal = sorted(relevant.values(), reverse=True)[:k]
@@ -240,7 +249,7 @@ def score_encoded(
     metrics: Sequence[str] = DEFAULT_RETRIEVAL_METRICS,
     gain: Gain = "exponential",
 ) -> dict[str, np.ndarray]:
-    """Score integer-coded input; return one float array per metric (NaN where unanswerable).
+    """Score integer-coded input; return one float array per metric (NaN where nothing is judged).
 
     When the lists have similar lengths (the usual case), questions are laid out as columns of
     small dense matrices and compared all at once; otherwise the kernel works on flat arrays with
@@ -261,7 +270,7 @@ def score_encoded(
     Returns
     -------
     dict of str to ndarray of shape (n_questions,)
-        One float array per metric asked for (NaN for a question without relevant gold), plus
+        One float array per metric asked for (NaN for a question without any gold judgment, 0 for judged gold that holds nothing relevant), plus
         ``"n_relevant"`` and ``"k"`` (integers).
 
     Examples
@@ -397,9 +406,10 @@ def score_retrieval(
         on it (see :func:`summarize_retrieval`).
     answerable : sequence of bool, optional
         Whether each question has an answer in the corpus. By default a question is answerable
-        when it has relevant gold. A question marked unanswerable must have no relevant gold.
-        An answerable question without relevant gold (say, judged only on its answer) gets NaN
-        retrieval metrics too: there is nothing to score retrieval against.
+        when it has any gold judgment. A question marked unanswerable must have no relevant gold;
+        its metrics are NaN. An answerable question whose judged gold holds no relevant document
+        scores 0; one without any gold judgment (say, judged only on its answer) gets NaN: there
+        is nothing to score retrieval against.
     metrics : sequence of str, default ("recall", "precision", "rr", "ndcg")
         Any of ``"recall"``, ``"precision"``, ``"rr"``, ``"rr@k"``, ``"ndcg"``.
     gain : {"exponential", "linear"}, default "exponential"
@@ -412,8 +422,9 @@ def score_retrieval(
     -------
     pandas.DataFrame
         Columns ``k``, ``n_relevant``, ``answerable``, ``declined`` (if given) and one per metric
-        (``recall@5``, ``precision@5``, ``rr``, ``ndcg@5``). Metrics are NaN for questions with no
-        relevant gold, so ``DataFrame.mean()`` leaves them out.
+        (``recall@5``, ``precision@5``, ``rr``, ``ndcg@5``). Metrics are NaN for unanswerable
+        questions and those without any gold judgment, so ``DataFrame.mean()`` leaves them out;
+        0 for judged questions without a relevant document, which stay in the means.
 
     Examples
     --------
@@ -432,7 +443,7 @@ def score_retrieval(
     columns: dict[str, Any] = {"k": scored["k"], "n_relevant": scored["n_relevant"]}
     has_gold = scored["n_relevant"] > 0
     if answerable is None:
-        columns["answerable"] = has_gold
+        columns["answerable"] = np.diff(encoded.gold_offsets) > 0
     else:
         flags = np.asarray(answerable, dtype=bool)
         if flags.shape != (n,):
@@ -450,7 +461,7 @@ def score_retrieval(
             raise ValueError(f"declined must have one flag per question ({n}), got shape {flags.shape}")
         columns["declined"] = flags
     for metric in metrics:
-        columns[metric_column(metric, k_label)] = scored[metric]
+        columns[metric_column(metric, k_label)] = np.where(columns["answerable"], scored[metric], np.nan)
     return pd.DataFrame(columns, index=index)
 
 

@@ -95,8 +95,8 @@ def normalize_question(data: dict[str, Any], *, fmt: str, topics: dict[str, str]
         reference = as_text(data.get("reference_answer"), "reference_answer")
         gold = normalize_gold(data.get("gold"))
     has_relevant = any(entry["grade"] > 0 for entry in gold)
-    default_answerable = has_relevant if fmt == "trec-qrels" else True
-    answerable = as_bool(data.get("answerable"), "answerable", default=default_answerable)
+    # a judged topic whose judgments are all 0 is answerable and scores 0, as trec_eval scores it
+    answerable = as_bool(data.get("answerable"), "answerable", default=True)
     if not answerable and has_relevant:
         raise FieldError("answerable", "is false, but the gold lists relevant documents (grade above 0); fix one or the other")
     qtype = as_text(data.get("type"), "type").strip()

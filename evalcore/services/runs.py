@@ -225,6 +225,7 @@ def run_import(
         for chunk_batch in in_batches((RunChunk(run=run, **c) for c in chunk_rows), 5000):
             RunChunk.objects.bulk_create(chunk_batch)
         summary_rows: list[tuple[str, dict[str, float | None]]] = []
+        gold_counts = {"unanswerable": 0, "no_gold": 0, "no_relevant_gold": 0}
         written = 0
         second = ProblemCollector(display)
         rows = (row for _, row in _validated_rows(path, fmt, display, index, version, chunk_map, run_k, second))
@@ -240,12 +241,16 @@ def run_import(
                     scores=merged, metadata=metadata,
                 ))
                 summary_rows.append((slice_name(info.qtype), merged))
+                gold_counts[gold_kind(info)] = gold_counts.get(gold_kind(info), 0) + 1
             Row.objects.bulk_create(objects)
             written += len(objects)
             progress(count + written, 2 * count, "scoring and writing")
         second.raise_if_any()  # the file changed between passes
         run.row_count = written
-        run.summary = build_summary(summary_rows, k=run_k, questions_per_slice=index.per_slice)
+        run.summary = {
+            **build_summary(summary_rows, k=run_k, questions_per_slice=index.per_slice),
+            "retrieval_gold": {kind: n for kind, n in gold_counts.items() if kind != "relevant"},
+        }
         run.save(update_fields=["row_count", "summary"])
         return run
 
@@ -256,7 +261,31 @@ def run_import(
         return RunImportResult(run, False, f"Nothing new: run {name!r} was imported concurrently from this file.")
     written = run.row_count
     coverage = f"{written} of {version.question_count} questions" + (" (partial run: means cover only these)" if written < version.question_count else "")
-    return RunImportResult(run, True, f"Created run {name!r} on {version.label}: {coverage}, k={run_k}.")
+    return RunImportResult(run, True, f"Created run {name!r} on {version.label}: {coverage}, k={run_k}.{gold_note(run.summary)}")
+
+
+def gold_kind(question: QuestionInfo) -> str:
+    """How a question's gold lets retrieval be scored (see the engine's conventions)."""
+    if not question.answerable:
+        return "unanswerable"  # NaN, scored on abstention
+    if not question.gold:
+        return "no_gold"  # NaN: nothing to score retrieval against
+    if not any(float(entry["grade"]) > 0 for entry in question.gold):
+        return "no_relevant_gold"  # judged, nothing relevant: 0, kept in the means
+    return "relevant"
+
+
+def gold_note(summary: dict[str, Any]) -> str:
+    """The questions whose retrieval scores are not an ordinary hit count, in words (empty when none)."""
+    counts = summary.get("retrieval_gold") or {}
+    parts = []
+    if counts.get("no_relevant_gold"):
+        parts.append(f"{counts['no_relevant_gold']} with judged gold but no relevant document score 0 on retrieval")
+    if counts.get("no_gold"):
+        parts.append(f"{counts['no_gold']} without gold have no retrieval scores")
+    if counts.get("unanswerable"):
+        parts.append(f"{counts['unanswerable']} unanswerable are scored on abstention instead")
+    return (" Of its questions, " + "; ".join(parts) + ".") if parts else ""
 
 
 def _merge_scores(row: dict[str, Any], computed: dict[str, float | None]) -> tuple[dict[str, float | None], dict[str, Any]]:

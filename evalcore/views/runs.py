@@ -15,6 +15,7 @@ from ..jobs import RunImportParams, request_run_import
 from ..models import Row, Run
 from ..selectors import run_rows, runs_list
 from ..services.problems import UserFacingError
+from ..services.runs import gold_note
 from ..services.scoring import is_judge_metric
 from ..services.uploads import save_upload
 
@@ -65,6 +66,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     context = {
         "run": run, "metrics": metrics, "table": _summary_table(run),
         "judge_metrics": [m for m in metrics if is_judge_metric(m)],
+        "gold_note": gold_note(run.summary or {}),
         "other_runs": Run.objects.filter(version=run.version).exclude(pk=run.pk).order_by("-created_at"),
     }
     return render(request, "evalcore/run.html", context)

@@ -121,18 +121,23 @@ def test_a_perfect_ranking_scores_one(grades):
 
 @settings(max_examples=40, deadline=None)
 @given(grades=graded_gold(answerable=False), ranked=ranked_list(), k=st.integers(1, 12))
-def test_a_question_without_relevant_gold_scores_nan(grades, ranked, k):
+def test_judged_gold_without_a_relevant_document_scores_zero_and_no_gold_at_all_nan(grades, ranked, k):
+    """As trec_eval and the spec's functions do: judged, none relevant, nothing right to find: 0."""
     for entry in ENTRIES:
-        assert math.isnan(entry.score(ranked, grades, k)), entry.name
+        score = entry.score(ranked, grades, k)
+        if grades:
+            assert score == 0.0, entry.name
+        else:
+            assert math.isnan(score), entry.name
 
 
 def check_batch_against_per_question(entry, ranked, gold, ks, declined):
     frame, values = batch_column(entry, ranked, gold, ks, k_label=5, declined=declined)
     for i, (r, g, k) in enumerate(zip(ranked, gold, ks, strict=True)):
-        if not relevant_of(g):
+        if not g:  # nothing judged: unanswerable by default, out of the means
             assert math.isnan(values[i]), (entry.name, i, r, g, k)
             assert not frame["answerable"].iloc[i]
-        elif k == 0:
+        elif k == 0 or not relevant_of(g):
             assert values[i] == 0.0, (entry.name, i, r, g, k)  # no chunk reached the model
         else:
             assert values[i] == pytest.approx(entry.score(r, g, k), rel=1e-9, abs=1e-12), (entry.name, i, r, g, k)
@@ -183,7 +188,7 @@ def test_batch_scorer_handles_each_awkward_case(entry, kernel_name):
         ["a", "a", "b", "c"],  # a duplicate
         ["z", "b"],  # a grade-0 judgment retrieved first
         ["a", "b"],  # unanswerable: no gold at all
-        ["a"],  # unanswerable: only grade-0 gold
+        ["a"],  # judged, but only grade-0 gold: 0, kept in the means
         ["b", "a"],  # k = 0
         [],  # nothing retrieved
     ]
@@ -193,15 +198,16 @@ def test_batch_scorer_handles_each_awkward_case(entry, kernel_name):
         frame, values = batch_column(entry, ranked, gold, ks, k_label=5, declined=[False, False, True, False, True, False])
     for i in (0, 1, 5):
         assert values[i] == pytest.approx(entry.score(ranked[i], gold[i], ks[i])), i
-    assert math.isnan(values[2]) and math.isnan(values[3])
+    assert math.isnan(values[2])
+    assert values[3] == 0.0 == entry.score(ranked[3], gold[3], ks[3])
     assert values[4] == 0.0
     assert values[5] == 0.0
     summary = summarize_retrieval(frame)
     column = metric_column(entry.batch_name, 5)
-    assert summary.means[column] == pytest.approx(np.mean([values[i] for i in (0, 1, 4, 5)]))
-    assert summary.n_scored == 4 and summary.n_unanswerable == 2
-    assert summary.decline_rate == 0.5  # one of the two unanswerable questions was declined
-    assert summary.false_decline_rate == 0.25  # one of the four answerable ones was
+    assert summary.means[column] == pytest.approx(np.mean([values[i] for i in (0, 1, 3, 4, 5)]))
+    assert summary.n_scored == 5 and summary.n_unanswerable == 1
+    assert summary.decline_rate == 1.0  # the one unanswerable question was declined
+    assert summary.false_decline_rate == 0.2  # one of the five answerable ones was
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=IDS)

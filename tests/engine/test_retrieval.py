@@ -81,19 +81,26 @@ def test_reciprocal_rank_is_zero_when_no_relevant_document_is_retrieved():
     assert reciprocal_rank([], {"a"}) == 0.0
 
 
-@pytest.mark.parametrize("gold", [set(), {}, {"a": 0}, {"a": 0, "b": -1}, []])
-@pytest.mark.parametrize(
-    "metric",
-    [
-        lambda r, g: recall_at_k(r, g, 3),
-        lambda r, g: precision_at_k(r, g, 3),
-        lambda r, g: reciprocal_rank(r, g),
-        lambda r, g: ndcg_at_k(r, g, 3),
-        lambda r, g: ndcg_at_k(r, g, 3, gain="linear"),
-    ],
-)
-def test_every_metric_is_nan_for_a_question_without_relevant_gold(metric, gold):
+EVERY_METRIC = [
+    lambda r, g: recall_at_k(r, g, 3),
+    lambda r, g: precision_at_k(r, g, 3),
+    lambda r, g: reciprocal_rank(r, g),
+    lambda r, g: ndcg_at_k(r, g, 3),
+    lambda r, g: ndcg_at_k(r, g, 3, gain="linear"),
+]
+
+
+@pytest.mark.parametrize("gold", [set(), {}, []])
+@pytest.mark.parametrize("metric", EVERY_METRIC)
+def test_every_metric_is_nan_for_a_question_without_any_gold_judgment(metric, gold):
     assert math.isnan(metric(["a", "b", "c"], gold))
+
+
+@pytest.mark.parametrize("gold", [{"a": 0}, {"a": 0, "b": -1}, {"z": 0}])
+@pytest.mark.parametrize("metric", EVERY_METRIC)
+def test_every_metric_is_zero_for_judged_gold_that_holds_no_relevant_document(metric, gold):
+    """trec_eval and the spec's nDCG score it 0 and keep it in the means; so does the engine."""
+    assert metric(["a", "b", "c"], gold) == 0.0
 
 
 def test_a_grade_zero_judgment_is_judged_but_not_relevant():
@@ -345,22 +352,26 @@ def test_batches_with_uneven_lists_equal_the_per_question_functions(case):
     frame = score_retrieval(ranked, gold, ks, metrics=ALL_METRICS)
     got = frame[["recall@k", "precision@k", "rr", "rr@k", "ndcg@k"]].to_numpy()
     for i, (r, g, k) in enumerate(zip(ranked, gold, ks, strict=True)):
-        if not any(v > 0 for v in g.values()):
+        if not g:
             assert np.isnan(got[i]).all()
-        elif k == 0:
+        elif k == 0 or not any(v > 0 for v in g.values()):
             assert got[i].tolist() == [0.0] * 5
         else:
             expected = [recall_at_k(r, g, k), precision_at_k(r, g, k), reciprocal_rank(r, g), reciprocal_rank(r, g, k=k), ndcg_at_k(r, g, k)]
             np.testing.assert_allclose(got[i], expected, rtol=1e-9, atol=1e-12, err_msg=f"question {i}")
 
 
-def test_batch_scorer_marks_questions_without_relevant_gold_unanswerable_with_nan_metrics():
+def test_batch_scorer_marks_questions_without_gold_unanswerable_and_scores_all_zero_gold_zero():
     frame = score_retrieval([["a"], ["a"], ["a"]], [{"a"}, set(), {"a": 0}], 1, metrics=ALL_METRICS)
-    assert frame["answerable"].tolist() == [True, False, False]
+    assert frame["answerable"].tolist() == [True, False, True]
     assert frame["n_relevant"].tolist() == [1, 0, 0]
     for column in ("recall@1", "precision@1", "rr", "rr@1", "ndcg@1"):
-        assert frame[column].iloc[0] == 1.0
-        assert frame[column].iloc[1:].isna().all()
+        assert frame[column].tolist()[0] == 1.0 and math.isnan(frame[column].iloc[1]) and frame[column].iloc[2] == 0.0
+
+
+def test_a_question_marked_unanswerable_gets_nan_even_with_judged_gold():
+    frame = score_retrieval([["a"], ["a"]], [{"a": 0}, {"a": 0}], 1, answerable=[False, True])
+    assert math.isnan(frame["recall@1"].iloc[0]) and frame["recall@1"].iloc[1] == 0.0
 
 
 def test_an_answerable_question_without_gold_gets_nan_retrieval_metrics():
@@ -414,9 +425,9 @@ def test_batch_scorer_equals_the_per_question_functions(batch, gain):
     pd.testing.assert_frame_equal(frames["default"], frames["flat"], check_exact=False, rtol=1e-12, atol=1e-15)
     got = frames["default"][columns].to_numpy()
     for i, (r, g, k) in enumerate(zip(ranked, gold, ks, strict=True)):
-        if not any(v > 0 for v in g.values()):
+        if not g:
             assert np.isnan(got[i]).all()
-        elif k == 0:
+        elif k == 0 or not any(v > 0 for v in g.values()):
             assert got[i].tolist() == [0.0] * 5
         else:
             expected = [
@@ -508,7 +519,7 @@ def test_summary_means_equal_the_mean_of_per_question_scores_over_answerable_que
     ranked, gold, ks, declined = batch
     frame = score_retrieval(ranked, gold, ks, declined=declined, metrics=["recall", "ndcg"])
     summary = summarize_retrieval(frame)
-    scored = [i for i, g in enumerate(gold) if any(v > 0 for v in g.values())]
+    scored = [i for i, g in enumerate(gold) if g]  # judged (all-zero gold scores 0 and counts)
     unanswerable = [i for i in range(len(gold)) if i not in scored]
     assert summary.n_scored == len(scored)
     assert summary.n_unanswerable == len(unanswerable)

@@ -3,8 +3,9 @@
 Both tools rank by score, so every ranked list is given strictly decreasing scores and no tie can
 be broken differently. trec_eval uses linear gain in nDCG (``ndcg_cut_k``); ranx offers ``ndcg``
 (linear) and ``ndcg_burges`` (2^g - 1, the engine's default). Relevance is "grade above 0" in the
-engine and ranx, "grade at least 1" in trec_eval: the same for integer grades. Questions with no
-relevant gold are left out (trec_eval scores them 0, ranx refuses them, the engine gives NaN).
+engine and ranx, "grade at least 1" in trec_eval: the same for integer grades. Questions whose
+judged gold holds no relevant document (every grade 0) score 0 in trec_eval and in the engine,
+and are in the trec_eval batches here; ranx refuses them, so its batches leave them out.
 
 ranx runs interpreted in the session (its own Python source with numba's JIT off; see
 ``ranx_reference.py``); the ``slow`` test at the end runs the compiled tool on the same kind of
@@ -54,8 +55,10 @@ def trec_eval(ranked_lists, golds) -> dict[str, dict[str, float]]:
     return evaluator.evaluate(as_run(ranked_lists))
 
 
+all_zero_gold = graded_gold(pool_size=16, answerable=False).filter(bool)  # judged, nothing relevant
 answerable_batch = st.lists(
-    st.tuples(ranked_list(pool_size=16, max_size=14), graded_gold(pool_size=16, zero_grades=True)), min_size=1, max_size=20
+    st.tuples(ranked_list(pool_size=16, max_size=14), graded_gold(pool_size=16, zero_grades=True) | all_zero_gold),
+    min_size=1, max_size=20,
 )
 # ranx: at least one retrieved id per question (a missing query takes another compiled path)
 ranx_batch = st.lists(
@@ -65,14 +68,15 @@ ranx_batch = st.lists(
 )
 
 
-def seeded_batch(n: int, seed: int) -> tuple[list[list[str]], list[dict[str, int]]]:
+def seeded_batch(n: int, seed: int, *, all_zero: bool = False) -> tuple[list[list[str]], list[dict[str, int]]]:
+    """``n`` questions; with ``all_zero``, some have judged gold that holds no relevant document."""
     rng = random.Random(seed)
     ranked, gold = [], []
     for _ in range(n):
         pool = DOCS[:30]
         judged = rng.sample(pool, rng.randint(1, 8))
         grades = {d: rng.randint(0, 3) for d in judged}
-        if not any(grades.values()):
+        if not any(grades.values()) and not all_zero:
             grades[judged[0]] = rng.randint(1, 3)
         ranked.append(rng.sample(pool, rng.randint(1, 15)))
         gold.append(grades)
@@ -120,7 +124,9 @@ def test_single_functions_and_batch_scorer_equal_trec_eval_with_linear_gain(batc
 
 
 def test_a_seeded_batch_of_300_questions_equals_trec_eval():
-    check_against_trec_eval(*seeded_batch(300, seed=11))
+    ranked, gold = seeded_batch(300, seed=11, all_zero=True)
+    assert sum(1 for g in gold if not any(g.values())) >= 10  # judged gold that holds nothing relevant
+    check_against_trec_eval(ranked, gold)
 
 
 def test_trec_eval_counts_grade_zero_as_judged_not_relevant_like_the_engine():
@@ -130,11 +136,13 @@ def test_trec_eval_counts_grade_zero_as_judged_not_relevant_like_the_engine():
     assert ref["recip_rank"] == pytest.approx(0.5) == reciprocal_rank(ranked[0], gold[0])
 
 
-def test_trec_eval_scores_an_unanswerable_question_zero_where_the_engine_gives_nan():
-    ref = trec_eval([["d000"]], [{"d000": 0}])[qid(0)]
-    assert ref["recall_5"] == 0.0 and ref["recip_rank"] == 0.0
-    frame = score_retrieval([["d000"]], [{"d000": 0}], 5)
-    assert frame[["recall@5", "precision@5", "rr", "ndcg@5"]].isna().all(axis=None)
+def test_a_question_whose_judged_gold_holds_nothing_relevant_scores_zero_as_in_trec_eval_and_counts():
+    ref = trec_eval([["d000"], ["d001"]], [{"d000": 0}, {"d001": 1}])
+    assert ref[qid(0)]["recall_5"] == ref[qid(0)]["recip_rank"] == ref[qid(0)]["ndcg_cut_5"] == 0.0
+    frame = score_retrieval([["d000"], ["d001"]], [{"d000": 0}, {"d001": 1}], 5, gain="linear")
+    assert frame.iloc[0][["recall@5", "precision@5", "rr", "ndcg@5"]].tolist() == [0.0] * 4
+    trec_mean = np.mean([ref[q]["recall_5"] for q in ref])
+    assert frame["recall@5"].mean() == pytest.approx(trec_mean) == 0.5  # in the mean, as trec_eval keeps it
 
 
 def test_trec_eval_reorders_tied_scores_by_document_id_so_list_order_needs_strict_scores():

@@ -263,7 +263,7 @@ def test_trec_topics_give_the_questions_their_text(db, tmp_path):
     version = evalset_import(path=qrels, name="tiny", fmt="trec-qrels", topics_path=topics).version
     seven, eight = Question.objects.get(version=version, qid="7"), Question.objects.get(version=version, qid="8")
     assert seven.text == "What is a chunk?" and seven.answerable
-    assert eight.text == "Who wrote the spec?" and not eight.answerable  # only grade-0 judgments
+    assert eight.text == "Who wrote the spec?" and eight.answerable  # only grade-0 judgments: judged, scores 0 (trec_eval)
 
 
 def test_a_malformed_trec_run_line_is_refused_with_its_line_and_nothing_is_written(db, tmp_path):

@@ -170,6 +170,29 @@ def test_unanswerable_questions_are_left_out_of_retrieval_means(version, tmp_pat
     assert run.summary["slices"]["all"]["metrics"]["abstention"]["n"] == 1
 
 
+def test_judged_gold_without_a_relevant_document_scores_zero_and_no_gold_no_score_both_counted(db, tmp_path, client, django_user_model):
+    questions = [
+        {"id": "rel", "question": "Relevant gold?", "gold": [{"doc": "d1", "grade": 2}]},
+        {"id": "zero", "question": "Judged, none relevant?", "gold": [{"doc": "d1", "grade": 0}, {"doc": "d2", "grade": 0}]},
+        {"id": "none", "question": "No gold at all?"},
+        {"id": "unans", "question": "Unanswerable?", "answerable": False},
+    ]
+    evalset_import(path=write_jsonl(tmp_path / "qs.jsonl", questions), name="zeros")
+    rows = [{"id": q["id"], "retrieved": ["d1", "d2"], "context_ids": ["d1", "d2"]} for q in questions]
+    result = run_import(path=write_jsonl(tmp_path / "rows.jsonl", rows), evalset="zeros", name="r", k=2)
+    run = result.run
+    assert [scores_of(run, "zero")[m] for m in ("recall@2", "precision@2", "rr", "ndcg@2")] == [0.0] * 4
+    assert scores_of(run, "none")["recall@2"] is None and scores_of(run, "unans")["recall@2"] is None
+    recall = run.summary["slices"]["all"]["metrics"]["recall@2"]
+    assert (recall["n"], recall["mean"]) == (2, 0.5)  # "zero" is in the mean, as trec_eval keeps it
+    assert run.summary["retrieval_gold"] == {"unanswerable": 1, "no_gold": 1, "no_relevant_gold": 1}
+    assert "1 with judged gold but no relevant document score 0 on retrieval" in result.message
+    assert "1 without gold have no retrieval scores" in result.message
+    client.force_login(django_user_model.objects.create_user("o", password="owner-pass-123", role="eval_owner"))
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "1 with judged gold but no relevant document score 0 on retrieval" in page
+
+
 def test_faithfulness_is_the_fraction_of_supported_claims(version, tmp_path):
     claims = [{"text": f"C{i}.", "supported": supported} for i, supported in enumerate([True, True, False])]
     run = import_run(tmp_path, [
