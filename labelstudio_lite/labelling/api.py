@@ -15,8 +15,15 @@ from labelstudio_lite.accounts.access import IsEvalOwner
 
 from .access import campaign_for_labelling, campaign_for_owner
 from .models import Campaign, Label
-from .selectors import annotator_agreement, blind_item, campaign_progress, campaigns_for_annotator, final_labels
-from .services.assignment import LabellingError, LeaseExpired, annotator_share, next_item, skip_item, submit_label
+from .selectors import (
+    annotator_agreement,
+    annotator_share,
+    blind_item,
+    campaign_progress,
+    campaigns_for_annotator,
+    final_labels,
+)
+from .services.assignment import LabellingError, LeaseExpired, next_item, skip_item, submit_label
 
 
 class BlindItemOutput(serializers.Serializer):
@@ -59,7 +66,7 @@ class NextItemApi(APIView):
         view = blind_item(served.item)  # next_item loads the item's row and question
         view.pop("answer_html", None)
         view.pop("claim_count", None)
-        return Response({**view, "lease_expires_at": served.assignment.expires_at, "question_asked": campaign.judge_question})
+        return Response({**view, "lease_expires_at": served.lease.expires_at, "question_asked": campaign.judge_question})
 
 
 class LabelInput(serializers.Serializer):

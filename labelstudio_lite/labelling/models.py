@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F
 from django.utils import timezone
 
 from evalcore.models import Row, Run
@@ -70,6 +71,41 @@ class CampaignAnnotator(models.Model):
         constraints = [models.UniqueConstraint(fields=["campaign", "user"], name="campaign_annotator_unique")]
 
 
+class ItemQuerySet(models.QuerySet):
+    """The slot counter's operations, each one conditional ``UPDATE`` (see ``services/assignment.py``).
+
+    ``slots_taken`` counts labels (not can't-tell) plus active leases; ``label_count`` counts the
+    labels. Check constraints keep both within the overlap, so no operation can overfill an item.
+    Call them on a one-item queryset: ``Item.objects.filter(pk=pk).take_slot()``.
+    """
+
+    def take_slot(self) -> bool:
+        """``SET slots_taken = slots_taken + 1 WHERE slots_taken < overlap``; False when the item was full."""
+        return bool(self.filter(slots_taken__lt=F("overlap")).update(slots_taken=F("slots_taken") + 1))
+
+    def give_back_slot(self) -> bool:
+        """``SET slots_taken = slots_taken - 1 WHERE slots_taken > 0`` (a lease ended without a label)."""
+        return bool(self.filter(slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1))
+
+    def count_label(self) -> bool:
+        """A held slot became a label: ``label_count + 1``, the slot stays taken."""
+        return bool(self.update(label_count=F("label_count") + 1))
+
+    def take_labelled_slot(self) -> bool:
+        """A slot and a label at once, with no lease before it (an imported label, can't-tell changed
+        to a label); False when the item was full."""
+        return bool(
+            self.filter(slots_taken__lt=F("overlap")).update(slots_taken=F("slots_taken") + 1, label_count=F("label_count") + 1)
+        )
+
+    def give_back_labelled_slot(self) -> bool:
+        """A label withdrawn (changed to can't-tell): its slot and its count go back.
+
+        The label held a slot, so both counters are at least 1 (the check constraints refuse less).
+        """
+        return bool(self.update(slots_taken=F("slots_taken") - 1, label_count=F("label_count") - 1))
+
+
 class Item(models.Model):
     class Split(models.TextChoices):
         TUNING = "tuning", "Tuning"
@@ -86,6 +122,8 @@ class Item(models.Model):
     overlap = models.PositiveSmallIntegerField(help_text="Copy of the campaign's overlap, for the constraint.")
     slots_taken = models.PositiveSmallIntegerField(default=0, help_text="Labels (not can't-tell) plus active leases.")
     label_count = models.PositiveSmallIntegerField(default=0, help_text="Supported / unsupported labels.")
+
+    objects = ItemQuerySet.as_manager()
 
     class Meta:
         ordering = ["campaign", "position"]
@@ -120,8 +158,20 @@ class Item(models.Model):
         return claims[self.claim_index] if self.claim_index < len(claims) else None
 
 
-class Assignment(models.Model):
-    """A lease: the annotator holds the item until they answer, skip, or the lease expires."""
+class LeaseQuerySet(models.QuerySet):
+    def active(self) -> LeaseQuerySet:
+        return self.filter(status=Lease.Status.ACTIVE)
+
+    def close(self, *, status: str) -> bool:
+        """End an active lease (conditional: only the request that flips the status gets True)."""
+        return bool(self.active().update(status=status, closed_at=timezone.now()))
+
+
+class Lease(models.Model):
+    """An annotator's hold on an item: until they answer, skip, or it expires and the item goes back to the pool.
+
+    An active lease holds one of the item's slots (``Item.slots_taken``).
+    """
 
     class Status(models.TextChoices):
         ACTIVE = "active", "Active"
@@ -129,14 +179,17 @@ class Assignment(models.Model):
         SKIPPED = "skipped", "Skipped"
         EXPIRED = "expired", "Expired"
 
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
-    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="leases")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="leases")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     served_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)
 
+    objects = LeaseQuerySet.as_manager()
+
     class Meta:
+        db_table = "labelling_assignment"  # the table kept its first name (the model was Assignment)
         constraints = [
             models.UniqueConstraint(
                 fields=["item", "annotator"], condition=models.Q(status="active"), name="assignment_one_active_lease"

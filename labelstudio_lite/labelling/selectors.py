@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from evalcore.engine import UndefinedMetricWarning
@@ -20,6 +20,7 @@ from evalcore.engine.reliability import krippendorff_alpha, pairwise_kappa
 from .models import Adjudication, Campaign, CampaignAnnotator, Item, Label
 
 COUNTED = (Label.Value.SUPPORTED, Label.Value.UNSUPPORTED)
+RECENT_LABELS = 20
 
 
 # ----------------------------------------------------------------------------------------------
@@ -71,6 +72,39 @@ def highlight(answer: str, claim: str) -> str:
 
 def campaigns_for_annotator(user: Any) -> QuerySet[Campaign]:
     return Campaign.objects.filter(campaignannotator__user=user).order_by("-created_at")
+
+
+@dataclass(frozen=True)
+class Share:
+    done: int
+    cant_tell: int
+    target: int
+    remaining_in_campaign: int
+
+
+def annotator_share(*, campaign: Campaign, user: Any) -> Share:
+    """The annotator's progress: labels given against their share of the campaign's label slots."""
+    # three queries (it runs on every labelling request): the annotator's labels, the items, the annotators
+    cant_tell = Q(value=Label.Value.CANT_TELL)
+    labels = Label.objects.filter(item__campaign=campaign, annotator=user).aggregate(
+        done=Count("pk", filter=~cant_tell), cant=Count("pk", filter=cant_tell)
+    )
+    done, cant = labels["done"], labels["cant"]
+    items = Item.objects.filter(campaign=campaign).aggregate(n=Count("pk"), open=Count("pk", filter=Q(label_count__lt=F("overlap"))))
+    n_items, open_slots = items["n"], items["open"]
+    n_annotators = max(1, CampaignAnnotator.objects.filter(campaign=campaign).count())
+    per_person = -(-n_items * campaign.overlap // n_annotators)
+    target = min(n_items, per_person)
+    return Share(done=done, cant_tell=cant, target=max(target, done), remaining_in_campaign=open_slots)
+
+
+def recent_labels(*, campaign: Campaign, user: Any, limit: int = RECENT_LABELS) -> list[Label]:
+    """The annotator's own latest answers, newest first (for Back)."""
+    return list(
+        Label.objects.filter(item__campaign=campaign, annotator=user)
+        .select_related("item__row__question")
+        .order_by("-updated_at", "-pk")[:limit]
+    )
 
 
 # ----------------------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import F
 
 from evalcore.services.fields import FieldError, as_id, as_int, as_text
 from evalcore.services.problems import ImportFailed, ImportProblem, ProblemCollector
@@ -104,10 +103,7 @@ def labels_import(*, campaign: Campaign, path: Path, display_name: str | None = 
                 problems.add(line, "label", f"{name!r} already labelled this item {existing.value!r}; change it on the labelling page instead")
                 continue
             if value != Label.Value.CANT_TELL:
-                taken = Item.objects.filter(pk=item.pk, slots_taken__lt=F("overlap")).update(
-                    slots_taken=F("slots_taken") + 1, label_count=F("label_count") + 1
-                )
-                if not taken:
+                if not Item.objects.filter(pk=item.pk).take_labelled_slot():
                     problems.add(line, "question_id", f"this item already has its {item.overlap} label(s) (the campaign's overlap)")
                     continue
             Label.objects.create(item=item, value=value, rationale=rationale, source="import", **lookup)

@@ -12,16 +12,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from ..access import campaign_for_labelling
 from ..forms import AnswerForm, ChangeLabelForm
 from ..models import Campaign, Label
-from ..selectors import blind_item, campaigns_for_annotator
-from ..services.assignment import (
-    LabellingError,
-    annotator_share,
-    change_label,
-    next_item,
-    recent_labels,
-    skip_item,
-    submit_label,
-)
+from ..selectors import annotator_share, blind_item, campaigns_for_annotator, recent_labels
+from ..services.assignment import LabellingError, change_label, next_item, skip_item, submit_label
 
 
 @require_GET
