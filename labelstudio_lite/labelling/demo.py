@@ -12,8 +12,8 @@ from evalcore.models import Run
 
 from .models import Campaign, Item
 from .services.campaigns import campaign_create
-from .services.examples import verdicts_import
-from .services.labels_io import labels_import
+from .services.label_import import labels_import
+from .services.verdicts import verdicts_import
 
 LABELLED = "faithfulness-claims"
 OPEN = "demo-claims"
@@ -52,8 +52,7 @@ def load_labelling_demo(folder: Path, run: Run) -> list[str]:
             "temperature": judge.get("temperature", 0.0), "claim_splitting": judge.get("claim_splitting", ""),
             "library_versions": judge.get("library_versions", {}),
         }
-        _, _, message = verdicts_import(campaign=campaign, path=verdicts_path, judge_config=tuned_config)
-        lines.append(message)
+        lines.append(verdicts_import(campaign=campaign, path=verdicts_path, judge_config=tuned_config).message)
     if not Campaign.objects.filter(name=OPEN).exists():
         from django.contrib.auth import get_user_model
 

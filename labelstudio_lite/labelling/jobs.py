@@ -18,15 +18,16 @@ from evalcore.services.judge_configs import normalize_judge_config
 from evalcore.services.problems import UserFacingError
 
 from .models import Campaign
-from .services.examples import verdicts_import
-from .services.labels_io import labels_import
+from .selectors import campaign_named
+from .services.label_import import labels_import
+from .services.verdicts import verdicts_import
 
 IMPORT_LABELS = "import_labels"
 IMPORT_VERDICTS = "import_verdicts"
 
 
 def _campaign(name: str) -> Campaign:
-    campaign = Campaign.objects.filter(name=name).first()
+    campaign = campaign_named(name)
     if campaign is None:
         raise UserFacingError(f"there is no campaign named {name!r}")
     return campaign
@@ -77,9 +78,9 @@ def request_verdicts_import(*, params: VerdictImportParams, user: Any = None, st
 @register_job_kind(name=IMPORT_VERDICTS, label="Import judge verdicts", params=VerdictImportParams)
 def _import_verdicts(params: VerdictImportParams, job: Job, progress: Progress) -> dict[str, Any]:
     campaign = _campaign(params.campaign)
-    verdict_set, created, message = verdicts_import(
+    result = verdicts_import(
         campaign=campaign, path=Path(params.path), judge_config=params.judge_config, display_name=params.display_name,
         user=job.created_by,
     )
-    return {"message": message, "created": created, "verdict_set": verdict_set.pk,
-            "url": reverse("labelling:report", args=[campaign.name]) + f"?verdicts={verdict_set.pk}"}
+    return {"message": result.message, "created": result.created, "verdict_set": result.verdict_set.pk,
+            "url": reverse("labelling:report", args=[campaign.name]) + f"?verdicts={result.verdict_set.pk}"}

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, F, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from evalcore.engine import UndefinedMetricWarning
 from evalcore.engine.reliability import krippendorff_alpha, pairwise_kappa
 
-from .models import Adjudication, Campaign, CampaignAnnotator, Item, Label
+from .models import Adjudication, Campaign, CampaignAnnotator, ExportRecord, Item, Label, VerdictSet
 
 COUNTED = (Label.Value.SUPPORTED, Label.Value.UNSUPPORTED)
 RECENT_LABELS = 20
@@ -72,6 +72,16 @@ def highlight(answer: str, claim: str) -> str:
 
 def campaigns_for_annotator(user: Any) -> QuerySet[Campaign]:
     return Campaign.objects.filter(campaignannotator__user=user).order_by("-created_at")
+
+
+def own_labels(*, campaign: Campaign, user: Any) -> QuerySet[Label]:
+    """The annotator's own labels in the campaign, with the item's question (for its id)."""
+    return Label.objects.filter(item__campaign=campaign, annotator=user).select_related("item__row__question")
+
+
+def own_label(*, campaign: Campaign, user: Any, label_id: int) -> Label | None:
+    """One of the annotator's own labels, or None when it is someone else's or in another campaign."""
+    return own_labels(campaign=campaign, user=user).filter(pk=label_id).first()
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,21 @@ def final_labels(campaign: Campaign) -> dict[int, FinalLabel]:
     return out
 
 
+def final_label_counts(campaign: Campaign) -> dict[str, int]:
+    """How many items each final-label status holds (statuses no item has are left out)."""
+    counts: dict[str, int] = {}
+    for final in final_labels(campaign).values():
+        counts[final.status] = counts.get(final.status, 0) + 1
+    return counts
+
+
+def judge_verdicts(campaign: Campaign, verdict_set: VerdictSet | None = None) -> dict[int, bool]:
+    """The judge's verdict per item: the run's own judge, or an imported verdict set."""
+    if verdict_set is None:
+        return dict(Item.objects.filter(campaign=campaign).values_list("pk", "judge_supported"))
+    return dict(verdict_set.verdicts.values_list("item_id", "supported"))
+
+
 def disagreement_items(campaign: Campaign) -> QuerySet[Item]:
     """Items whose annotators disagree (including those a majority settles), for adjudication."""
     return (
@@ -163,6 +188,60 @@ def disagreement_items(campaign: Campaign) -> QuerySet[Item]:
         .select_related("row__question", "adjudication")
         .order_by("position")
     )
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """An item whose annotators disagree, as the eval owner adjudicates it (blind to the judge too)."""
+
+    item: Item
+    view: dict[str, Any]
+    labels: list[Label]
+    final: FinalLabel | None
+
+
+def disagreements(campaign: Campaign) -> list[Disagreement]:
+    """Every item whose annotators disagree, with their labels (not can't-tell) and its final label."""
+    finals = final_labels(campaign)
+    labels = Prefetch("labels", queryset=Label.objects.select_related("annotator").exclude(value=Label.Value.CANT_TELL), to_attr="counted")
+    return [
+        Disagreement(item=item, view=blind_item(item), labels=item.counted, final=finals.get(item.pk))
+        for item in disagreement_items(campaign).prefetch_related(labels)
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
+# Campaigns, exports and verdict sets (eval owners)
+# ----------------------------------------------------------------------------------------------
+
+
+def campaigns_list() -> QuerySet[Campaign]:
+    return Campaign.objects.select_related("run__version__eval_set").order_by("-created_at")
+
+
+def campaign_named(name: str) -> Campaign | None:
+    return Campaign.objects.select_related("run__version__eval_set", "run__judge_config").filter(name=name).first()
+
+
+def verdict_sets_of(campaign: Campaign) -> QuerySet[VerdictSet]:
+    return campaign.verdict_sets.select_related("judge_config")
+
+
+def verdict_set_in(campaign: Campaign, pk: Any) -> VerdictSet | None:
+    """The campaign's verdict set with this id (a number or its digits), or None."""
+    if isinstance(pk, bool) or not (isinstance(pk, int) or (isinstance(pk, str) and pk.isdigit())):
+        return None
+    return verdict_sets_of(campaign).filter(pk=int(pk)).first()
+
+
+def campaign_exports(campaign: Campaign) -> QuerySet[ExportRecord]:
+    """Every export of the campaign, newest first."""
+    return campaign.exports.select_related("created_by", "judge_config").order_by("-version")
+
+
+def disagreement_export(campaign: Campaign, version: int) -> ExportRecord | None:
+    """A disagreement export to download again (label exports keep no content)."""
+    return ExportRecord.objects.filter(campaign=campaign, version=version, kind=ExportRecord.Kind.DISAGREEMENTS).first()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ from django.urls import reverse
 
 from labelstudio_lite.labelling.models import Campaign, CampaignAnnotator, ExportRecord, Item, RemeasurementView
 from labelstudio_lite.labelling.services.campaigns import CampaignError, campaign_create, campaign_fresh_heldout
-from labelstudio_lite.labelling.services.examples import disagreements_export, verdicts_import
+from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.judge_report import RemeasureRefused, judge_report, remeasure
+from labelstudio_lite.labelling.services.verdicts import verdicts_import
 
 from .conftest import (
     TUNED_JUDGE,
@@ -44,7 +45,8 @@ def shared(django_db_setup, django_db_blocker, tmp_path_factory):
         path = write_jsonl(folder / "tuned.verdicts.jsonl", [
             {"question_id": qid, "supported": tuned_verdict(case, qid), "rationale": f"tuned says so for {qid}"} for qid in sorted(case.human)
         ])
-        verdict_set, created, _ = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+        result = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+        verdict_set, created = result.verdict_set, result.created
         assert created
         yield case, campaign.pk, verdict_set.pk
 
@@ -238,7 +240,8 @@ def test_only_held_out_items_the_new_judge_scored_are_paired(case, campaign, tmp
     splits = split_of(campaign)
     heldout = sorted(q for q in case.human if splits[q] == "heldout")
     path = write_jsonl(tmp_path / "partial.jsonl", [{"question_id": q, "supported": True} for q in heldout[5:]])
-    partial, _, message = verdicts_import(campaign=campaign, path=path, judge_config={**TUNED_JUDGE, "temperature": 0.5})
+    result = verdicts_import(campaign=campaign, path=path, judge_config={**TUNED_JUDGE, "temperature": 0.5})
+    partial, message = result.verdict_set, result.message
     assert f"({len(heldout) - 5} of {len(heldout)} held-out items covered)" in message
 
     result = remeasure(campaign, partial)

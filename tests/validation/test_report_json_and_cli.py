@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from labelstudio_lite.labelling.models import Campaign, ExportRecord
-from labelstudio_lite.labelling.services.examples import disagreements_export
+from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.judge_report import judge_report
 
 from .conftest import build_spec_case, create_spec_campaign, module_data, shared_owner

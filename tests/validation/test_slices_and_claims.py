@@ -14,8 +14,9 @@ from statsmodels.stats.proportion import proportion_confint
 from evalcore.engine.judge import kappa_bootstrap
 from labelstudio_lite.labelling.models import Campaign, Item
 from labelstudio_lite.labelling.services.campaigns import campaign_create
-from labelstudio_lite.labelling.services.examples import disagreements_export, verdicts_import
+from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.judge_report import judge_report
+from labelstudio_lite.labelling.services.verdicts import verdicts_import
 
 from .conftest import (
     TUNED_JUDGE,
@@ -240,7 +241,8 @@ def test_claim_verdicts_are_imported_by_question_and_claim_index(claim_campaign,
     path = write_jsonl(tmp_path / "claims.verdicts.jsonl", [
         {"question_id": qid_of(i), "claim_index": c, "supported": human_claim(i, c)} for i in range(ANSWERS) for c in range(CLAIMS)
     ])
-    verdict_set, created, _ = verdicts_import(campaign=claim_campaign, path=path, judge_config=TUNED_JUDGE)
+    result = verdicts_import(campaign=claim_campaign, path=path, judge_config=TUNED_JUDGE)
+    verdict_set, created = result.verdict_set, result.created
 
     assert created and verdict_set.verdicts.count() == ANSWERS * CLAIMS
     item = Item.objects.get(campaign=claim_campaign, row__question__qid=qid_of(4), claim_index=2)

@@ -13,8 +13,8 @@ from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.proportion import proportion_confint
 
 from labelstudio_lite.labelling.models import Campaign, ExportRecord, Item
-from labelstudio_lite.labelling.services.examples import (
-    CSV_FIELDS,
+from labelstudio_lite.labelling.services.exports import (
+    DISAGREEMENT_FIELDS,
     ExportError,
     disagreement_examples,
     disagreements_export,
@@ -225,7 +225,7 @@ def test_the_csv_export_holds_the_same_30_items_with_every_column(case, campaign
     record = disagreements_export(campaign=campaign, fmt="csv")
     rows = list(csv.DictReader(io.StringIO(record.content)))
 
-    assert list(rows[0].keys()) == CSV_FIELDS
+    assert list(rows[0].keys()) == DISAGREEMENT_FIELDS
     assert len(rows) == 30
     assert {r["question_id"] for r in rows} == case.qids("false_pass") | case.qids("false_fail")
     for r in rows:

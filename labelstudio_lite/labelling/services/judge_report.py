@@ -20,8 +20,9 @@ from evalcore.engine import binary_agreement, proportion_interval
 from evalcore.engine.judge import Stratum, corrected_pass_rate, kappa_bootstrap
 from evalcore.services.problems import UserFacingError
 
-from ..models import Campaign, ExportRecord, Item, RemeasurementView, VerdictSet
-from ..selectors import final_labels
+from ..models import Campaign, Item, RemeasurementView, VerdictSet
+from ..selectors import final_labels, judge_verdicts
+from .exports import heldout_spent, leakage
 
 MIN_ITEMS = 200
 MIN_FAILURES = 30
@@ -47,13 +48,6 @@ class Pair:
 
 def _finite(value: float | None) -> float | None:
     return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
-
-
-def judge_verdicts(campaign: Campaign, verdict_set: VerdictSet | None = None) -> dict[int, bool]:
-    """The judge's verdict per item: the run's own judge, or an imported verdict set."""
-    if verdict_set is None:
-        return dict(Item.objects.filter(campaign=campaign).values_list("pk", "judge_supported"))
-    return dict(verdict_set.verdicts.values_list("item_id", "supported"))
 
 
 def labelled_pairs(campaign: Campaign, verdicts: dict[int, bool], *, split: str | None = None) -> tuple[list[Pair], dict[str, int]]:
@@ -196,36 +190,6 @@ def _corrected(campaign: Campaign, pairs: Sequence[Pair]) -> dict[str, Any] | No
     }
 
 
-def _leakage(campaign: Campaign) -> dict[str, Any]:
-    heldout = set(Item.objects.filter(campaign=campaign, split=Item.Split.HELDOUT).values_list("pk", flat=True))
-    leaks = []
-    for export in ExportRecord.objects.filter(campaign=campaign).order_by("version"):
-        leaked = heldout.intersection(export.item_ids)
-        if leaked:
-            leaks.append({"version": export.version, "kind": export.kind, "items": len(leaked), "created_at": export.created_at.isoformat()})
-    leaked_items: set[int] = set()
-    for export in ExportRecord.objects.filter(campaign=campaign):
-        leaked_items |= heldout.intersection(export.item_ids)
-    return {"leaked_exports": leaks, "leaked_items": len(leaked_items)}
-
-
-def heldout_spent(campaign: Campaign) -> dict[str, Any] | None:
-    """The held-out split is spent once a re-measurement was looked at and the judge tuned again after."""
-    view = RemeasurementView.objects.filter(campaign=campaign).order_by("viewed_at").first()
-    if view is None:
-        return None
-    later = ExportRecord.objects.filter(campaign=campaign, kind=ExportRecord.Kind.DISAGREEMENTS, created_at__gt=view.viewed_at).order_by("created_at").first()
-    if later is None:
-        return None
-    return {
-        "viewed_at": view.viewed_at.isoformat(), "export_version": later.version, "exported_at": later.created_at.isoformat(),
-        "message": (
-            f"The held-out split is spent: a re-measurement on it was looked at on {view.viewed_at:%Y-%m-%d %H:%M}, and the judge "
-            f"was tuned again after that (export v{later.version}). Its labels no longer give a fresh measurement: sample a fresh held-out set."
-        ),
-    }
-
-
 def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -> dict[str, Any]:
     """Build the whole report as a JSON-ready dict (the page, the API and the CLI render this)."""
     unit_word = "claims" if campaign.unit == Campaign.Unit.CLAIM else "answers"
@@ -254,13 +218,13 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
     pending = statuses.get("in_progress", 0) + statuses.get("unlabelled", 0)
     if pending:
         warnings.append(f"Labels still in progress: {pending} of {total_items} {unit_word} have no final label yet and are left out.")
-    leakage = _leakage(campaign)
-    if leakage["leaked_items"]:
-        versions = ", ".join(f"v{e['version']}" for e in leakage["leaked_exports"])
-        warnings.append(f"Leakage: {leakage['leaked_items']} held-out {unit_word} were exported ({versions}); a re-measurement on the held-out split is no longer clean.")
+    leaked = leakage(campaign)
+    if leaked.leaked_items:
+        versions = ", ".join(f"v{e.version}" for e in leaked.leaked_exports)
+        warnings.append(f"Leakage: {leaked.leaked_items} held-out {unit_word} were exported ({versions}); a re-measurement on the held-out split is no longer clean.")
     spent = heldout_spent(campaign)
     if spent:
-        warnings.append(spent["message"])
+        warnings.append(spent.message)
     oversampled = any(abs(s["sampled"] / s["available"] - campaign.strata[0]["sampled"] / campaign.strata[0]["available"]) > 0.01
                       for s in campaign.strata if s["available"]) if campaign.strata else False
     report: dict[str, Any] = {
@@ -283,8 +247,8 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
         "overall": stats,
         "slices": slices,
         "oversampled": oversampled,
-        "leakage": leakage,
-        "heldout_spent": spent,
+        "leakage": leaked.as_dict(),
+        "heldout_spent": spent.as_dict() if spent else None,
         "corrected": _corrected(campaign, pairs) if verdict_set is None else None,
     }
     if campaign.unit == Campaign.Unit.CLAIM:

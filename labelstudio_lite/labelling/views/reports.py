@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
@@ -11,15 +13,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from evalcore.charts import confusion_heatmap_svg, slice_intervals_svg
 from evalcore.services.problems import UserFacingError
-from evalcore.services.uploads import save_upload
 from labelstudio_lite.accounts.access import eval_owner_required
 
-from ..access import campaign_for_owner
+from ..access import campaign_for_owner, verdict_set_for
 from ..jobs import VerdictImportParams, request_verdicts_import
-from ..models import ExportRecord, VerdictSet
-from ..services.campaigns import campaign_fresh_heldout
-from ..services.examples import FORMATS, disagreements_export
+from ..selectors import campaign_exports, disagreement_export, verdict_sets_of
+from ..services.campaigns import campaign_fresh_heldout, campaign_set_thresholds
+from ..services.exports import DISAGREEMENT_FORMATS, disagreements_export
 from ..services.judge_report import judge_report, remeasure
+from .uploads import import_upload
 
 
 class ThresholdForm(forms.Form):
@@ -28,7 +30,7 @@ class ThresholdForm(forms.Form):
 
 
 class ExportForm(forms.Form):
-    format = forms.ChoiceField(choices=[(f, f) for f in FORMATS], initial="jsonl")
+    format = forms.ChoiceField(choices=[(f, f) for f in DISAGREEMENT_FORMATS], initial="jsonl")
     limit = forms.IntegerField(min_value=1, required=False)
     balanced = forms.BooleanField(required=False, help_text="As many false passes as false fails.")
     seed = forms.IntegerField(min_value=0, initial=7)
@@ -39,8 +41,6 @@ class VerdictImportForm(forms.Form):
     judge_config = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), help_text="JSON: model, model_version, prompt, temperature, ...")
 
     def clean_judge_config(self) -> dict:
-        import json
-
         try:
             data = json.loads(self.cleaned_data["judge_config"])
         except json.JSONDecodeError as error:
@@ -55,40 +55,32 @@ class FreshHeldoutForm(forms.Form):
     size = forms.IntegerField(min_value=1, initial=200)
 
 
-def _verdict_set(campaign, request: HttpRequest) -> VerdictSet | None:
-    pk = request.GET.get("verdicts")
-    if not pk:
-        return None
-    verdict_set = VerdictSet.objects.select_related("judge_config").filter(pk=pk, campaign=campaign).first() if pk.isdigit() else None
-    if verdict_set is None:
-        raise Http404("No such verdict set in this campaign.")
-    return verdict_set
-
-
 @require_http_methods(["GET", "POST"])
 @eval_owner_required
 def report_page(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
     if request.method == "POST":
         form = ThresholdForm(request.POST)
-        if form.is_valid():
-            campaign.fit_kappa = form.cleaned_data["fit_kappa"]
-            campaign.fit_miss_rate = form.cleaned_data["fit_miss_rate"]
-            campaign.save(update_fields=["fit_kappa", "fit_miss_rate"])
-            messages.success(request, "Thresholds saved.")
-        else:
+        if not form.is_valid():
             messages.error(request, "Thresholds: kappa between -1 and 1, miss rate between 0 and 1.")
+        else:
+            try:
+                campaign_set_thresholds(campaign=campaign, **form.cleaned_data)
+            except UserFacingError as error:
+                messages.error(request, f"Thresholds: {error}")
+            else:
+                messages.success(request, "Thresholds saved.")
         return redirect(reverse("labelling:report", args=[campaign.name]))
-    verdict_set = _verdict_set(campaign, request)
+    verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
     report = judge_report(campaign, verdict_set=verdict_set)
     context = {
         "campaign": campaign, "report": report, "verdict_set": verdict_set,
-        "verdict_sets": campaign.verdict_sets.select_related("judge_config"),
+        "verdict_sets": verdict_sets_of(campaign),
         "heatmap": confusion_heatmap_svg(report["overall"]["confusion"]) if report["overall"].get("n") else "",
         "slice_plot": slice_intervals_svg(report["slices"]) if report["slices"] else "",
         "threshold_form": ThresholdForm(initial={"fit_kappa": campaign.fit_kappa, "fit_miss_rate": campaign.fit_miss_rate}),
         "export_form": ExportForm(), "verdict_form": VerdictImportForm(), "fresh_form": FreshHeldoutForm(initial={"name": f"{campaign.name}-fresh"}),
-        "exports": campaign.exports.select_related("created_by", "judge_config").order_by("-version"),
+        "exports": campaign_exports(campaign),
     }
     return render(request, "labelling/report.html", context)
 
@@ -97,7 +89,7 @@ def report_page(request: HttpRequest, name: str) -> HttpResponse:
 @eval_owner_required
 def remeasure_page(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
-    verdict_set = _verdict_set(campaign, request)
+    verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
     if verdict_set is None:
         raise Http404("Choose the verdicts of a new judge config to re-measure.")
     try:
@@ -118,7 +110,7 @@ def export_create(request: HttpRequest, name: str) -> HttpResponse:
     data = form.cleaned_data
     try:
         record = disagreements_export(campaign=campaign, fmt=data["format"], limit=data["limit"], balanced=data["balanced"],
-                                      seed=data["seed"], verdict_set=_verdict_set(campaign, request), user=request.user)
+                                      seed=data["seed"], verdict_set=verdict_set_for(campaign, request.GET.get("verdicts")), user=request.user)
     except UserFacingError as error:
         messages.error(request, str(error))
         return redirect(reverse("labelling:report", args=[campaign.name]))
@@ -130,7 +122,7 @@ def export_create(request: HttpRequest, name: str) -> HttpResponse:
 @eval_owner_required
 def export_download(request: HttpRequest, name: str, version: int) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
-    record = ExportRecord.objects.filter(campaign=campaign, version=version, kind=ExportRecord.Kind.DISAGREEMENTS).first()
+    record = disagreement_export(campaign, version)
     if record is None:
         raise Http404("No such export.")
     extension = "csv" if record.fmt == "csv" else "jsonl"
@@ -143,21 +135,14 @@ def export_download(request: HttpRequest, name: str, version: int) -> HttpRespon
 @eval_owner_required
 def verdicts_upload(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
-    form = VerdictImportForm(request.POST, request.FILES)
-    if not form.is_valid():
-        messages.error(request, "Verdicts: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    upload = form.cleaned_data["file"]
-    try:
-        job = request_verdicts_import(
-            params=VerdictImportParams(campaign=campaign.name, path=str(save_upload(upload)), display_name=upload.name,
-                                       judge_config=form.cleaned_data["judge_config"]),
+    return import_upload(
+        request, form=VerdictImportForm(request.POST, request.FILES), back=reverse("labelling:report", args=[campaign.name]),
+        invalid=lambda form: "Verdicts: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()),
+        start=lambda path, display_name, data: request_verdicts_import(
+            params=VerdictImportParams(campaign=campaign.name, path=path, display_name=display_name, judge_config=data["judge_config"]),
             user=request.user,
-        )
-    except UserFacingError as error:
-        messages.error(request, str(error))
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    return redirect(reverse("evalcore:job", args=[job.pk]))
+        ),
+    )
 
 
 @require_POST

@@ -2,10 +2,10 @@
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from ...models import Campaign, VerdictSet
 from ...services.judge_report import judge_report
+from ..lookups import campaign_or_fail, verdict_set_or_fail
 
 
 def _pct(value):
@@ -21,14 +21,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="the report as JSON (the same as the API and the page)")
 
     def handle(self, *args, **options):
-        campaign = Campaign.objects.select_related("run__version__eval_set", "run__judge_config").filter(name=options["campaign"]).first()
-        if campaign is None:
-            raise CommandError(f"there is no campaign named {options['campaign']!r}")
-        verdict_set = None
-        if options["verdicts"]:
-            verdict_set = VerdictSet.objects.filter(pk=options["verdicts"], campaign=campaign).first()
-            if verdict_set is None:
-                raise CommandError(f"campaign {campaign.name!r} has no verdict set {options['verdicts']}")
+        campaign = campaign_or_fail(options["campaign"])
+        verdict_set = verdict_set_or_fail(campaign, options["verdicts"])
         report = judge_report(campaign, verdict_set=verdict_set)
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2, default=str))
