@@ -30,7 +30,8 @@ from .selectors import (
 )
 from .services.assignment import LabellingError, LeaseExpired, next_item, skip_item, submit_label
 from .services.exports import DISAGREEMENT_FORMATS, disagreements_export, labels_export
-from .services.judge_report import judge_report, remeasure
+from .services.judge_report import judge_report
+from .services.remeasure import remeasure
 
 
 class BlindItemOutput(serializers.Serializer):
@@ -149,15 +150,11 @@ class CampaignDetailApi(APIView):
     @extend_schema(responses=inline_serializer("CampaignDetail", {"name": serializers.CharField()}), summary="Progress and annotator agreement")
     def get(self, request: Request, name: str) -> Response:
         campaign = campaign_for_owner(request.user, name)
-        agreement = annotator_agreement(campaign)
-        statuses = final_label_counts(campaign)
-        alpha = agreement["alpha"]
         return Response({
             "name": campaign.name, "run": campaign.run.name, "unit": campaign.unit, "question": campaign.judge_question,
-            "progress": campaign_progress(campaign),
-            "agreement": {**agreement, "alpha": None if alpha != alpha else alpha,
-                          "pairs": [{**p, "kappa": None if p["kappa"] != p["kappa"] else p["kappa"]} for p in agreement["pairs"]]},
-            "final_labels": statuses,
+            "progress": campaign_progress(campaign).as_dict(),
+            "agreement": annotator_agreement(campaign).as_dict(),
+            "final_labels": final_label_counts(campaign),
         })
 
 
@@ -177,7 +174,7 @@ class JudgeReportApi(APIView):
     @extend_schema(responses=inline_serializer("JudgeReport", {"verdict": serializers.DictField()}), summary="The judge error report (same numbers as the page)")
     def get(self, request: Request, name: str) -> Response:
         campaign = campaign_for_owner(request.user, name)
-        return Response(judge_report(campaign, verdict_set=verdict_set_for(campaign, request.query_params.get("verdicts"))))
+        return Response(judge_report(campaign, verdict_set=verdict_set_for(campaign, request.query_params.get("verdicts"))).as_dict())
 
 
 class RemeasureApi(APIView):
@@ -190,9 +187,11 @@ class RemeasureApi(APIView):
         if verdict_set is None:
             return Response({"verdicts": ["give ?verdicts=ID, the verdicts of the new judge config"]}, status=400)
         try:
-            return Response(remeasure(campaign, verdict_set, split=request.query_params.get("split", "heldout"), viewer=request.user))
+            result = remeasure(campaign=campaign, verdict_set=verdict_set, split=request.query_params.get("split", "heldout"),
+                               viewer=request.user)
         except UserFacingError as error:
             return Response({"detail": str(error)}, status=400)
+        return Response(result.as_dict())
 
 
 class ExportListApi(APIView):

@@ -9,6 +9,7 @@ import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from django.db.models import Count, F, Prefetch, Q, QuerySet
@@ -122,12 +123,27 @@ def recent_labels(*, campaign: Campaign, user: Any, limit: int = RECENT_LABELS) 
 # ----------------------------------------------------------------------------------------------
 
 
+class FinalStatus(StrEnum):
+    """How an item's final label came about (or why it has none yet). The one list of these statuses."""
+
+    AGREED = "agreed"  # every label the same
+    MAJORITY = "majority"  # a majority of the labels
+    ADJUDICATED = "adjudicated"  # an eval owner decided
+    CONFLICT = "conflict"  # a tie: no final label until adjudicated
+    IN_PROGRESS = "in_progress"  # fewer labels than the overlap
+    UNLABELLED = "unlabelled"
+
+
 @dataclass(frozen=True)
 class FinalLabel:
     item_id: int
     value: str | None  # "supported" / "unsupported", or None when there is none yet
-    status: str  # agreed, majority, adjudicated, conflict, in_progress, unlabelled
+    status: FinalStatus
     votes: dict[str, int]
+
+    @property
+    def needs_decision(self) -> bool:
+        return self.status == FinalStatus.CONFLICT
 
 
 def final_labels(campaign: Campaign) -> dict[int, FinalLabel]:
@@ -144,26 +160,26 @@ def final_labels(campaign: Campaign) -> dict[int, FinalLabel]:
     for item_id, overlap in Item.objects.filter(campaign=campaign).values_list("pk", "overlap"):
         counter = votes.get(item_id, Counter())
         if item_id in adjudicated:
-            out[item_id] = FinalLabel(item_id, adjudicated[item_id], "adjudicated", dict(counter))
+            out[item_id] = FinalLabel(item_id, adjudicated[item_id], FinalStatus.ADJUDICATED, dict(counter))
             continue
         total = sum(counter.values())
         if total == 0:
-            out[item_id] = FinalLabel(item_id, None, "unlabelled", {})
+            out[item_id] = FinalLabel(item_id, None, FinalStatus.UNLABELLED, {})
         elif total < overlap:
-            out[item_id] = FinalLabel(item_id, None, "in_progress", dict(counter))
+            out[item_id] = FinalLabel(item_id, None, FinalStatus.IN_PROGRESS, dict(counter))
         else:
             ranked = counter.most_common()
             if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-                out[item_id] = FinalLabel(item_id, None, "conflict", dict(counter))
+                out[item_id] = FinalLabel(item_id, None, FinalStatus.CONFLICT, dict(counter))
             else:
-                status = "agreed" if len(ranked) == 1 else "majority"
+                status = FinalStatus.AGREED if len(ranked) == 1 else FinalStatus.MAJORITY
                 out[item_id] = FinalLabel(item_id, ranked[0][0], status, dict(counter))
     return out
 
 
-def final_label_counts(campaign: Campaign) -> dict[str, int]:
+def final_label_counts(campaign: Campaign) -> dict[FinalStatus, int]:
     """How many items each final-label status holds (statuses no item has are left out)."""
-    counts: dict[str, int] = {}
+    counts: dict[FinalStatus, int] = {}
     for final in final_labels(campaign).values():
         counts[final.status] = counts.get(final.status, 0) + 1
     return counts
@@ -249,16 +265,62 @@ def disagreement_export(campaign: Campaign, version: int) -> ExportRecord | None
 # ----------------------------------------------------------------------------------------------
 
 
-def campaign_progress(campaign: Campaign) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SplitProgress:
+    split: str
+    name: str
+    items: int
+    complete: int
+    share: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"split": self.split, "name": self.name, "items": self.items, "complete": self.complete, "share": self.share}
+
+
+@dataclass(frozen=True)
+class PersonProgress:
+    name: str
+    labels: int
+    cant_tell: int
+    median_seconds: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "labels": self.labels, "cant_tell": self.cant_tell, "median_seconds": self.median_seconds}
+
+
+@dataclass(frozen=True)
+class CampaignProgress:
+    splits: tuple[SplitProgress, ...]
+    items: int
+    complete: int
+    labels: int
+    cant_tell: int
+    people: tuple[PersonProgress, ...]
+    assigned: tuple[str, ...]
+    last_hour: int
+    median_seconds: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "splits": [s.as_dict() for s in self.splits], "items": self.items, "complete": self.complete, "labels": self.labels,
+            "cant_tell": self.cant_tell, "people": [p.as_dict() for p in self.people], "assigned": list(self.assigned),
+            "last_hour": self.last_hour, "median_seconds": self.median_seconds,
+        }
+
+
+def campaign_progress(campaign: Campaign) -> CampaignProgress:
     """Items done per split, labels per annotator, throughput and median seconds per item."""
     items = Item.objects.filter(campaign=campaign)
-    per_split = []
+    splits = []
     for split, name in Item.Split.choices:
         qs = items.filter(split=split)
         total = qs.count()
         complete = qs.filter(label_count__gte=campaign.overlap).count()
-        per_split.append({"split": split, "name": name, "items": total, "complete": complete, "share": complete / total if total else None})
+        splits.append(SplitProgress(split, name, total, complete, complete / total if total else None))
     labels = Label.objects.filter(item__campaign=campaign)
+    seconds_of: dict[tuple[str | None, str], list[float]] = defaultdict(list)
+    for username, external, seconds in labels.filter(seconds__isnull=False).values_list("annotator__username", "external_annotator", "seconds"):
+        seconds_of[(username, external)].append(seconds)
     people = []
     for row in (
         labels.values("annotator__username", "external_annotator")
@@ -268,36 +330,50 @@ def campaign_progress(campaign: Campaign) -> dict[str, Any]:
         )
         .order_by("annotator__username", "external_annotator")
     ):
-        name = row["annotator__username"] or f"{row['external_annotator']} (external)"
-        seconds = [
-            s for s in labels.filter(
-                annotator__username=row["annotator__username"], external_annotator=row["external_annotator"], seconds__isnull=False
-            ).values_list("seconds", flat=True)
-        ]
-        people.append({
-            "name": name, "labels": row["n"], "cant_tell": row["cant"],
-            "median_seconds": statistics.median(seconds) if seconds else None,
-        })
-    assigned = list(CampaignAnnotator.objects.filter(campaign=campaign).select_related("user").values_list("user__username", flat=True))
-    for username in assigned:
-        if not any(p["name"] == username for p in people):
-            people.append({"name": username, "labels": 0, "cant_tell": 0, "median_seconds": None})
-    hour_ago = timezone.now() - timedelta(hours=1)
-    all_seconds = [s for s in labels.filter(seconds__isnull=False).values_list("seconds", flat=True)]
-    return {
-        "splits": per_split,
-        "items": items.count(),
-        "complete": items.filter(label_count__gte=campaign.overlap).count(),
-        "labels": labels.exclude(value=Label.Value.CANT_TELL).count(),
-        "cant_tell": labels.filter(value=Label.Value.CANT_TELL).count(),
-        "people": people,
-        "assigned": assigned,
-        "last_hour": labels.filter(created_at__gte=hour_ago).count(),
-        "median_seconds": statistics.median(all_seconds) if all_seconds else None,
-    }
+        seconds = seconds_of.get((row["annotator__username"], row["external_annotator"]))
+        people.append(PersonProgress(
+            name=row["annotator__username"] or f"{row['external_annotator']} (external)", labels=row["n"], cant_tell=row["cant"],
+            median_seconds=statistics.median(seconds) if seconds else None,
+        ))
+    assigned = tuple(CampaignAnnotator.objects.filter(campaign=campaign).values_list("user__username", flat=True))
+    named = {p.name for p in people}
+    people.extend(PersonProgress(username, 0, 0, None) for username in assigned if username not in named)
+    all_seconds = [s for group in seconds_of.values() for s in group]
+    return CampaignProgress(
+        splits=tuple(splits),
+        items=items.count(),
+        complete=items.filter(label_count__gte=campaign.overlap).count(),
+        labels=labels.exclude(value=Label.Value.CANT_TELL).count(),
+        cant_tell=labels.filter(value=Label.Value.CANT_TELL).count(),
+        people=tuple(people),
+        assigned=assigned,
+        last_hour=labels.filter(created_at__gte=timezone.now() - timedelta(hours=1)).count(),
+        median_seconds=statistics.median(all_seconds) if all_seconds else None,
+    )
 
 
-def annotator_agreement(campaign: Campaign) -> dict[str, Any]:
+def _none_if_nan(value: float) -> float | None:
+    return None if value != value else value
+
+
+@dataclass(frozen=True)
+class AnnotatorAgreement:
+    """Agreement between annotators on the items more than one labelled; kappa and alpha are NaN when undefined."""
+
+    pairs: tuple[dict[str, Any], ...]  # per pair of annotators: a, b, n (shared items), agreement, kappa
+    alpha: float
+    overlapping_items: int
+    disagreeing_items: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: undefined kappas and alpha are None."""
+        return {
+            "pairs": [{**p, "kappa": _none_if_nan(p["kappa"])} for p in self.pairs], "alpha": _none_if_nan(self.alpha),
+            "overlapping_items": self.overlapping_items, "disagreeing_items": self.disagreeing_items,
+        }
+
+
+def annotator_agreement(campaign: Campaign) -> AnnotatorAgreement:
     """Pairwise Cohen's kappa and Krippendorff's alpha over items labelled by more than one person."""
     by_person: dict[str, dict[int, str]] = defaultdict(dict)
     by_item: dict[int, list[str]] = defaultdict(list)
@@ -311,9 +387,9 @@ def annotator_agreement(campaign: Campaign) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         alpha = krippendorff_alpha(overlapping) if overlapping else float("nan")
-    return {
-        "pairs": pairwise_kappa(by_person),
-        "alpha": alpha,
-        "overlapping_items": len(overlapping),
-        "disagreeing_items": sum(1 for values in overlapping if len(set(values)) > 1),
-    }
+    return AnnotatorAgreement(
+        pairs=tuple(pairwise_kappa(by_person)),
+        alpha=alpha,
+        overlapping_items=len(overlapping),
+        disagreeing_items=sum(1 for values in overlapping if len(set(values)) > 1),
+    )

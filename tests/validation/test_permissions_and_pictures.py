@@ -161,7 +161,7 @@ def test_the_report_page_draws_the_confusion_matrix_as_a_heat_map(owner_client, 
 
 
 def test_the_report_page_plots_kappa_and_the_miss_rate_per_slice_with_intervals(owner_client, campaign):
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
 

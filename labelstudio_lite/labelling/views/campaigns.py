@@ -14,7 +14,14 @@ from labelstudio_lite.accounts.access import eval_owner_required
 from ..access import campaign_for_owner
 from ..forms import AdjudicationForm, AnnotatorsForm, CampaignForm, LabelImportForm
 from ..jobs import LabelImportParams, request_labels_import
-from ..selectors import annotator_agreement, campaign_progress, campaigns_list, disagreements, final_label_counts
+from ..selectors import (
+    FinalStatus,
+    annotator_agreement,
+    campaign_progress,
+    campaigns_list,
+    disagreements,
+    final_label_counts,
+)
 from ..services.adjudication import adjudicate
 from ..services.campaigns import campaign_create, campaign_remove_annotator, campaign_set_annotators, plan_campaign
 from ..services.exports import LABEL_FILE_FORMATS, labels_export
@@ -73,7 +80,7 @@ def campaign_overview(request: HttpRequest, name: str) -> HttpResponse:
         "progress": campaign_progress(campaign),
         "agreement": annotator_agreement(campaign),
         "statuses": statuses,
-        "conflicts": statuses.get("conflict", 0),
+        "conflicts": statuses.get(FinalStatus.CONFLICT, 0),
         "annotators_form": AnnotatorsForm(),
         "import_form": LabelImportForm(),
     }
@@ -120,7 +127,7 @@ def adjudication(request: HttpRequest, name: str) -> HttpResponse:
             messages.error(request, "Pick supported or unsupported.")
         return redirect(reverse("labelling:adjudicate", args=[campaign.name]))
     entries = disagreements(campaign)
-    unresolved = sum(1 for e in entries if e.final and e.final.status == "conflict")
+    unresolved = sum(1 for e in entries if e.final and e.final.needs_decision)
     return render(request, "labelling/adjudicate.html", {"campaign": campaign, "entries": entries, "unresolved": unresolved})
 
 

@@ -20,7 +20,8 @@ from ..jobs import VerdictImportParams, request_verdicts_import
 from ..selectors import campaign_exports, disagreement_export, verdict_sets_of
 from ..services.campaigns import campaign_fresh_heldout, campaign_set_thresholds
 from ..services.exports import DISAGREEMENT_FORMATS, disagreements_export
-from ..services.judge_report import judge_report, remeasure
+from ..services.judge_report import judge_report
+from ..services.remeasure import remeasure
 from .uploads import import_upload
 
 
@@ -76,8 +77,8 @@ def report_page(request: HttpRequest, name: str) -> HttpResponse:
     context = {
         "campaign": campaign, "report": report, "verdict_set": verdict_set,
         "verdict_sets": verdict_sets_of(campaign),
-        "heatmap": confusion_heatmap_svg(report["overall"]["confusion"]) if report["overall"].get("n") else "",
-        "slice_plot": slice_intervals_svg(report["slices"]) if report["slices"] else "",
+        "heatmap": confusion_heatmap_svg(report.overall.confusion.as_dict()) if report.overall.n else "",
+        "slice_plot": slice_intervals_svg([s.as_dict() for s in report.slices]) if report.slices else "",
         "threshold_form": ThresholdForm(initial={"fit_kappa": campaign.fit_kappa, "fit_miss_rate": campaign.fit_miss_rate}),
         "export_form": ExportForm(), "verdict_form": VerdictImportForm(), "fresh_form": FreshHeldoutForm(initial={"name": f"{campaign.name}-fresh"}),
         "exports": campaign_exports(campaign),
@@ -93,7 +94,7 @@ def remeasure_page(request: HttpRequest, name: str) -> HttpResponse:
     if verdict_set is None:
         raise Http404("Choose the verdicts of a new judge config to re-measure.")
     try:
-        result = remeasure(campaign, verdict_set, split=request.GET.get("split", "heldout"), viewer=request.user)
+        result = remeasure(campaign=campaign, verdict_set=verdict_set, split=request.GET.get("split", "heldout"), viewer=request.user)
     except UserFacingError as error:
         return render(request, "labelling/remeasure.html", {"campaign": campaign, "verdict_set": verdict_set, "refused": str(error)}, status=400)
     return render(request, "labelling/remeasure.html", {"campaign": campaign, "verdict_set": verdict_set, "result": result})
