@@ -9,7 +9,7 @@ from django.http import Http404
 from labelstudio_lite.accounts.access import is_eval_owner
 
 from .models import Campaign, VerdictSet
-from .selectors import campaign_named, verdict_set_in
+from .selectors import NotFound, campaign_named, verdict_set_asked
 
 
 def campaign_for_labelling(user: Any, name: str) -> Campaign:
@@ -38,9 +38,7 @@ def campaign_for_owner(user: Any, name: str) -> Campaign:
 
 def verdict_set_for(campaign: Campaign, pk: str | None) -> VerdictSet | None:
     """The verdict set a request names (``?verdicts=ID``), or None when it names none; 404 when the campaign has no such set."""
-    if not pk:
-        return None
-    verdict_set = verdict_set_in(campaign, pk)
-    if verdict_set is None:
-        raise Http404("No such verdict set in this campaign.")
-    return verdict_set
+    try:
+        return verdict_set_asked(campaign, pk)
+    except NotFound:
+        raise Http404("No such verdict set in this campaign.") from None

@@ -16,6 +16,7 @@ from labelstudio_lite.accounts.access import IsEvalOwner
 from .access import campaign_for_labelling, campaign_for_owner, verdict_set_for
 from .models import Campaign, Label
 from .selectors import (
+    NotFound,
     annotator_agreement,
     annotator_share,
     blind_item,
@@ -26,7 +27,7 @@ from .selectors import (
     final_label_counts,
     own_label,
     own_labels,
-    verdict_set_in,
+    verdict_set_asked,
 )
 from .services.assignment import LabellingError, LeaseExpired, next_item, skip_item, submit_label
 from .services.exports import DISAGREEMENT_FORMATS, disagreements_export, labels_export
@@ -221,9 +222,10 @@ class ExportListApi(APIView):
         data = self.ExportInput(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        verdict_set = verdict_set_in(campaign, d["verdicts"]) if d.get("verdicts") else None
-        if d.get("verdicts") and verdict_set is None:  # not silently the run's judge instead
-            return Response({"verdicts": [f"campaign {campaign.name!r} has no verdict set {d['verdicts']}"]}, status=400)
+        try:
+            verdict_set = verdict_set_asked(campaign, d.get("verdicts"))  # not silently the run's judge instead
+        except NotFound as error:
+            return Response({"verdicts": [str(error)]}, status=400)
         try:
             record = disagreements_export(campaign=campaign, fmt=d["format"], limit=d.get("limit"), balanced=d["balanced"], seed=d["seed"],
                                           verdict_set=verdict_set, user=request.user)

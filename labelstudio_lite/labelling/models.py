@@ -21,7 +21,17 @@ from django.utils import timezone
 from evalcore.models import Row, Run
 
 
-class Campaign(models.Model):
+class Authored(models.Model):
+    """Who made a record (None from the command line or once the user is deleted), and when."""
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+
+class Campaign(Authored):
     class Unit(models.TextChoices):
         ANSWER = "answer", "Whole answers"
         CLAIM = "claim", "Single claims"
@@ -47,8 +57,6 @@ class Campaign(models.Model):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="fresh_samples",
                                help_text="The campaign this one is a fresh held-out sample for.")
     annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, through="CampaignAnnotator", related_name="campaigns")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-created_at"]
@@ -252,15 +260,13 @@ class Adjudication(models.Model):
     decided_at = models.DateTimeField(default=timezone.now)
 
 
-class VerdictSet(models.Model):
+class VerdictSet(Authored):
     """Verdicts of another judge config on a campaign's items (a re-run with a tuned prompt)."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="verdict_sets")
     judge_config = models.ForeignKey("evalcore.JudgeConfig", on_delete=models.PROTECT, related_name="verdict_sets")
     source_name = models.CharField(max_length=255, blank=True)
     source_hash = models.CharField(max_length=64)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["campaign", "created_at"]
@@ -280,7 +286,7 @@ class Verdict(models.Model):
         constraints = [models.UniqueConstraint(fields=["verdict_set", "item"], name="verdict_one_per_item")]
 
 
-class ExportRecord(models.Model):
+class ExportRecord(Authored):
     """Every export of items (disagreement examples, label exports): who, when, which items, which judge.
 
     The judge report warns when any held-out item was ever exported (leakage).
@@ -299,8 +305,6 @@ class ExportRecord(models.Model):
     item_ids = models.JSONField(default=list)
     heldout_items = models.PositiveIntegerField(default=0)
     content = models.TextField(blank=True, help_text="The exported file, so it can be downloaded again.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["campaign", "-version"]

@@ -17,8 +17,10 @@ from django.utils import timezone
 
 from evalcore.engine import UndefinedMetricWarning
 from evalcore.engine.reliability import krippendorff_alpha, pairwise_kappa
+from evalcore.selectors import NotFound
 
 from .models import Adjudication, Campaign, CampaignAnnotator, ExportRecord, Item, Label, VerdictSet
+from .results import Result
 
 COUNTED = (Label.Value.SUPPORTED, Label.Value.UNSUPPORTED)
 RECENT_LABELS = 20
@@ -239,6 +241,14 @@ def campaign_named(name: str) -> Campaign | None:
     return Campaign.objects.select_related("run__version__eval_set", "run__judge_config").filter(name=name).first()
 
 
+def campaign_get(name: str) -> Campaign:
+    """The campaign named ``name``; :class:`NotFound` if there is none."""
+    campaign = campaign_named(name)
+    if campaign is None:
+        raise NotFound(f"there is no campaign named {name!r}")
+    return campaign
+
+
 def verdict_sets_of(campaign: Campaign) -> QuerySet[VerdictSet]:
     return campaign.verdict_sets.select_related("judge_config")
 
@@ -248,6 +258,17 @@ def verdict_set_in(campaign: Campaign, pk: Any) -> VerdictSet | None:
     if isinstance(pk, bool) or not (isinstance(pk, int) or (isinstance(pk, str) and pk.isdigit())):
         return None
     return verdict_sets_of(campaign).filter(pk=int(pk)).first()
+
+
+def verdict_set_asked(campaign: Campaign, pk: Any) -> VerdictSet | None:
+    """The verdict set a door asks for by id (``?verdicts=``, ``--verdicts``): None when it asks for none,
+    :class:`NotFound` when the campaign has no such set (never the run's judge instead)."""
+    if not pk:
+        return None
+    verdict_set = verdict_set_in(campaign, pk)
+    if verdict_set is None:
+        raise NotFound(f"campaign {campaign.name!r} has no verdict set {pk}")
+    return verdict_set
 
 
 def campaign_exports(campaign: Campaign) -> QuerySet[ExportRecord]:
@@ -266,30 +287,24 @@ def disagreement_export(campaign: Campaign, version: int) -> ExportRecord | None
 
 
 @dataclass(frozen=True)
-class SplitProgress:
+class SplitProgress(Result):
     split: str
     name: str
     items: int
     complete: int
     share: float | None
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"split": self.split, "name": self.name, "items": self.items, "complete": self.complete, "share": self.share}
-
 
 @dataclass(frozen=True)
-class PersonProgress:
+class PersonProgress(Result):
     name: str
     labels: int
     cant_tell: int
     median_seconds: float | None
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "labels": self.labels, "cant_tell": self.cant_tell, "median_seconds": self.median_seconds}
-
 
 @dataclass(frozen=True)
-class CampaignProgress:
+class CampaignProgress(Result):
     splits: tuple[SplitProgress, ...]
     items: int
     complete: int
@@ -299,13 +314,6 @@ class CampaignProgress:
     assigned: tuple[str, ...]
     last_hour: int
     median_seconds: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "splits": [s.as_dict() for s in self.splits], "items": self.items, "complete": self.complete, "labels": self.labels,
-            "cant_tell": self.cant_tell, "people": [p.as_dict() for p in self.people], "assigned": list(self.assigned),
-            "last_hour": self.last_hour, "median_seconds": self.median_seconds,
-        }
 
 
 def campaign_progress(campaign: Campaign) -> CampaignProgress:
@@ -357,7 +365,7 @@ def _none_if_nan(value: float) -> float | None:
 
 
 @dataclass(frozen=True)
-class AnnotatorAgreement:
+class AnnotatorAgreement(Result):
     """Agreement between annotators on the items more than one labelled; kappa and alpha are NaN when undefined."""
 
     pairs: tuple[dict[str, Any], ...]  # per pair of annotators: a, b, n (shared items), agreement, kappa

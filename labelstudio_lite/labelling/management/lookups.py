@@ -5,21 +5,19 @@ from __future__ import annotations
 from django.core.management.base import CommandError
 
 from ..models import Campaign, VerdictSet
-from ..selectors import campaign_named, verdict_set_in
+from ..selectors import NotFound, campaign_get, verdict_set_asked
 
 
 def campaign_or_fail(name: str) -> Campaign:
-    campaign = campaign_named(name)
-    if campaign is None:
-        raise CommandError(f"there is no campaign named {name!r}")
-    return campaign
+    try:
+        return campaign_get(name)
+    except NotFound as error:
+        raise CommandError(str(error)) from None
 
 
 def verdict_set_or_fail(campaign: Campaign, pk: int | None) -> VerdictSet | None:
     """The campaign's verdict set ``pk`` (``--verdicts``), None when none is asked for."""
-    if not pk:
-        return None
-    verdict_set = verdict_set_in(campaign, pk)
-    if verdict_set is None:
-        raise CommandError(f"campaign {campaign.name!r} has no verdict set {pk}")
-    return verdict_set
+    try:
+        return verdict_set_asked(campaign, pk)
+    except NotFound as error:
+        raise CommandError(str(error)) from None

@@ -29,6 +29,7 @@ from django.db.models import Max
 from evalcore.services.problems import UserFacingError
 
 from ..models import Campaign, ExportRecord, Item, Label, RemeasurementView, Verdict, VerdictSet
+from ..results import Result
 from ..selectors import final_labels, judge_verdicts
 
 LABEL_FILE_FORMATS = ("csv", "jsonl")
@@ -291,25 +292,19 @@ def disagreements_export(
 
 
 @dataclass(frozen=True)
-class LeakedExport:
+class LeakedExport(Result):
     version: int
     kind: str
     items: int
     created_at: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"version": self.version, "kind": self.kind, "items": self.items, "created_at": self.created_at}
-
 
 @dataclass(frozen=True)
-class Leakage:
+class Leakage(Result):
     """The exports that held held-out items, and how many held-out items left in any export."""
 
     leaked_exports: tuple[LeakedExport, ...]
     leaked_items: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"leaked_exports": [e.as_dict() for e in self.leaked_exports], "leaked_items": self.leaked_items}
 
 
 def leakage(campaign: Campaign) -> Leakage:
@@ -326,15 +321,11 @@ def leakage(campaign: Campaign) -> Leakage:
 
 
 @dataclass(frozen=True)
-class HeldoutSpent:
+class HeldoutSpent(Result):
     viewed_at: str
     export_version: int
     exported_at: str
     message: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"viewed_at": self.viewed_at, "export_version": self.export_version, "exported_at": self.exported_at,
-                "message": self.message}
 
 
 def heldout_spent(campaign: Campaign) -> HeldoutSpent | None:

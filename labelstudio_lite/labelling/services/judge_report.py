@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models import Campaign, VerdictSet
+from ..results import Result
 from ..selectors import FinalStatus, judge_verdicts
 from .exports import HeldoutSpent, Leakage, heldout_spent, leakage
 from .judge_stats import (
@@ -32,49 +33,40 @@ MIN_FAILURES = 30
 
 
 @dataclass(frozen=True)
-class JudgeInfo:
+class JudgeInfo(Result):
     model: str | None
     model_version: str | None
     prompt_hash: str | None
     config_hash: str | None
     source: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "model_version": self.model_version, "prompt_hash": self.prompt_hash,
-                "config_hash": self.config_hash, "source": self.source}
-
 
 @dataclass(frozen=True)
-class Thresholds:
+class Thresholds(Result):
     kappa: float
     miss_rate: float
 
-    def as_dict(self) -> dict[str, float]:
-        return {"kappa": self.kappa, "miss_rate": self.miss_rate}
-
 
 @dataclass(frozen=True)
-class VerdictLine:
+class VerdictLine(Result):
     """Fit to gate (True / False), or None when there are not enough labels to say; and the line that says it."""
 
     fit: bool | None
     line: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"fit": self.fit, "line": self.line}
-
 
 @dataclass(frozen=True)
-class SliceStats:
+class SliceStats(Result):
     slice: str
     stats: CoreStats
 
     def as_dict(self) -> dict[str, Any]:
+        """The slice's name beside its statistics, in one flat dict (as the JSON report always gave it)."""
         return {"slice": self.slice, **self.stats.as_dict()}
 
 
 @dataclass(frozen=True)
-class JudgeReport:
+class JudgeReport(Result):
     campaign: str
     run: str
     eval_set: str
@@ -97,16 +89,9 @@ class JudgeReport:
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (the API and ``judge_report --json``); ``answers`` only for claim campaigns."""
-        out: dict[str, Any] = {
-            "campaign": self.campaign, "run": self.run, "eval_set": self.eval_set, "unit": self.unit, "unit_word": self.unit_word,
-            "question": self.question, "metric": self.metric, "judge": self.judge.as_dict(), "thresholds": self.thresholds.as_dict(),
-            "verdict": self.verdict.as_dict(), "warnings": list(self.warnings), "statuses": {str(k): v for k, v in self.statuses.items()},
-            "overall": self.overall.as_dict(), "slices": [s.as_dict() for s in self.slices], "oversampled": self.oversampled,
-            "leakage": self.leakage.as_dict(), "heldout_spent": self.heldout_spent.as_dict() if self.heldout_spent else None,
-            "corrected": self.corrected.as_dict() if self.corrected else None,
-        }
-        if self.answers is not None:
-            out["answers"] = self.answers.as_dict()
+        out = super().as_dict()
+        if self.answers is None:
+            del out["answers"]
         return out
 
 

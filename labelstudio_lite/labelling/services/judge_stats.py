@@ -21,6 +21,7 @@ from evalcore.engine.judge import Stratum, kappa_bootstrap
 from evalcore.engine.judge import corrected_pass_rate as engine_corrected_pass_rate
 
 from ..models import Campaign, Item
+from ..results import Result
 from ..selectors import final_labels
 from .campaigns import population, stratum_label
 
@@ -87,27 +88,21 @@ def rollup_to_answers(pairs: Sequence[Pair]) -> list[Pair]:
 
 
 @dataclass(frozen=True)
-class ConfusionRow:
+class ConfusionRow(Result):
     judge_supported: int
     judge_unsupported: int
 
-    def as_dict(self) -> dict[str, int]:
-        return {"judge_supported": self.judge_supported, "judge_unsupported": self.judge_unsupported}
-
 
 @dataclass(frozen=True)
-class Confusion:
+class Confusion(Result):
     """People's final labels in rows, the judge's verdicts in columns."""
 
     people_supported: ConfusionRow
     people_unsupported: ConfusionRow
 
-    def as_dict(self) -> dict[str, dict[str, int]]:
-        return {"people_supported": self.people_supported.as_dict(), "people_unsupported": self.people_unsupported.as_dict()}
-
 
 @dataclass(frozen=True)
-class CoreStats:
+class CoreStats(Result):
     """The judge against people on a set of items; with no items (``n == 0``) every number is None."""
 
     n: int
@@ -134,18 +129,7 @@ class CoreStats:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready; ``{"n": 0}`` alone when there are no items."""
-        if self.n == 0:
-            return {"n": 0}
-        return {
-            "n": self.n, "agreement": self.agreement, "kappa": self.kappa, "kappa_low": self.kappa_low, "kappa_high": self.kappa_high,
-            "kappa_undefined": self.kappa_undefined, "confusion": self.confusion.as_dict() if self.confusion else None,
-            "people_unsupported_rate": self.people_unsupported_rate, "judge_unsupported_rate": self.judge_unsupported_rate,
-            "failures": self.failures, "caught": self.caught, "missed": self.missed,
-            "miss_rate": self.miss_rate, "miss_low": self.miss_low, "miss_high": self.miss_high,
-            "miss_sentence": self.miss_sentence, "prevalence_sentence": self.prevalence_sentence,
-            "false_fails": self.false_fails, "false_fail_rate": self.false_fail_rate,
-            "false_fail_low": self.false_fail_low, "false_fail_high": self.false_fail_high,
-        }
+        return {"n": 0} if self.n == 0 else super().as_dict()
 
 
 def core_stats(pairs: Sequence[Pair], *, unit_word: str, seed: int = 7) -> CoreStats:
@@ -193,7 +177,7 @@ def core_stats(pairs: Sequence[Pair], *, unit_word: str, seed: int = 7) -> CoreS
 
 
 @dataclass(frozen=True)
-class CorrectedPassRate:
+class CorrectedPassRate(Result):
     """The run's judge pass rate (``raw``) corrected for the judge's errors, with its interval."""
 
     raw: float
@@ -205,10 +189,6 @@ class CorrectedPassRate:
     note: str
     run_items: int
     iterations: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"raw": self.raw, "corrected": self.corrected, "low": self.low, "high": self.high, "sensitivity": self.sensitivity,
-                "specificity": self.specificity, "note": self.note, "run_items": self.run_items, "iterations": self.iterations}
 
 
 def corrected_pass_rate(campaign: Campaign, pairs: Sequence[Pair]) -> CorrectedPassRate | None:

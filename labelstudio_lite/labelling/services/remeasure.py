@@ -14,6 +14,7 @@ from evalcore.engine import paired_bootstrap
 from evalcore.services.problems import UserFacingError
 
 from ..models import Campaign, Item, RemeasurementView, VerdictSet
+from ..results import Result
 from ..selectors import judge_verdicts
 from .judge_stats import ITERATIONS, CoreStats, core_stats, labelled_pairs, unit_word
 
@@ -23,7 +24,7 @@ class RemeasureRefused(UserFacingError):
 
 
 @dataclass(frozen=True)
-class AgreementChange:
+class AgreementChange(Result):
     """New minus old agreement on the paired items, with its paired bootstrap interval."""
 
     mean: float
@@ -31,12 +32,9 @@ class AgreementChange:
     high: float
     n: int
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n}
-
 
 @dataclass(frozen=True)
-class Remeasurement:
+class Remeasurement(Result):
     campaign: str
     split: str
     n: int
@@ -46,14 +44,6 @@ class Remeasurement:
     new: CoreStats
     change_in_agreement: AgreementChange | None
     heldout_items_without_new_verdicts: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "campaign": self.campaign, "split": self.split, "n": self.n, "old_judge": self.old_judge, "new_judge": self.new_judge,
-            "old": self.old.as_dict(), "new": self.new.as_dict(),
-            "change_in_agreement": self.change_in_agreement.as_dict() if self.change_in_agreement else None,
-            "heldout_items_without_new_verdicts": self.heldout_items_without_new_verdicts,
-        }
 
 
 def remeasure(*, campaign: Campaign, verdict_set: VerdictSet, split: str = "heldout", viewer: Any = None) -> Remeasurement:

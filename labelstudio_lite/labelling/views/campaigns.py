@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -12,7 +12,7 @@ from evalcore.services.problems import UserFacingError
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner
-from ..forms import AdjudicationForm, AnnotatorsForm, CampaignForm, LabelImportForm
+from ..forms import AdjudicationForm, AnnotatorsForm, CampaignForm, LabelImportForm, RemoveAnnotatorForm
 from ..jobs import LabelImportParams, request_labels_import
 from ..selectors import (
     FinalStatus,
@@ -25,9 +25,8 @@ from ..selectors import (
 from ..services.adjudication import adjudicate
 from ..services.campaigns import campaign_create, campaign_remove_annotator, campaign_set_annotators, plan_campaign
 from ..services.exports import LABEL_FILE_FORMATS, labels_export
-from .uploads import import_upload
-
-CONTENT_TYPES = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
+from .actions import Done, form_post, import_upload
+from .downloads import attachment
 
 
 @require_http_methods(["GET", "POST"])
@@ -91,21 +90,19 @@ def campaign_overview(request: HttpRequest, name: str) -> HttpResponse:
 @eval_owner_required
 def campaign_annotators(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
+    back = reverse("labelling:campaign", args=[campaign.name])
+
+    def remove(data: dict) -> Done:
+        user = campaign_remove_annotator(campaign=campaign, user=data["remove"])
+        return Done(f"Removed {user.username}; their labels stay.")
+
+    def add(data: dict) -> Done:
+        campaign_set_annotators(campaign=campaign, users=data["annotators"])
+        return Done("Annotators added.")
+
     if request.POST.get("remove"):
-        try:
-            user = campaign_remove_annotator(campaign=campaign, user=request.POST["remove"])
-        except UserFacingError as error:
-            messages.error(request, str(error))
-        else:
-            messages.success(request, f"Removed {user.username}; their labels stay.")
-    else:
-        form = AnnotatorsForm(request.POST)
-        if form.is_valid():
-            campaign_set_annotators(campaign=campaign, users=form.cleaned_data["annotators"])
-            messages.success(request, "Annotators added.")
-        else:
-            messages.error(request, "Choose at least one user to add.")
-    return redirect(reverse("labelling:campaign", args=[campaign.name]))
+        return form_post(request, RemoveAnnotatorForm(request.POST), back=back, invalid="Name the annotator to remove.", run=remove)
+    return form_post(request, AnnotatorsForm(request.POST), back=back, invalid="Choose at least one user to add.", run=add)
 
 
 @require_http_methods(["GET", "POST"])
@@ -114,18 +111,13 @@ def adjudication(request: HttpRequest, name: str) -> HttpResponse:
     """Items whose annotators disagree: set the final label (the judge's verdict is not shown here either)."""
     campaign = campaign_for_owner(request.user, name)
     if request.method == "POST":
-        form = AdjudicationForm(request.POST)
-        if form.is_valid():
-            try:
-                adjudicate(campaign=campaign, item_id=form.cleaned_data["item_id"], value=form.cleaned_data["value"],
-                           note=form.cleaned_data["note"], user=request.user)
-            except UserFacingError as error:
-                messages.error(request, str(error))
-            else:
-                messages.success(request, "Final label saved.")
-        else:
-            messages.error(request, "Pick supported or unsupported.")
-        return redirect(reverse("labelling:adjudicate", args=[campaign.name]))
+
+        def decide(data: dict) -> Done:
+            adjudicate(campaign=campaign, item_id=data["item_id"], value=data["value"], note=data["note"], user=request.user)
+            return Done("Final label saved.")
+
+        return form_post(request, AdjudicationForm(request.POST), back=reverse("labelling:adjudicate", args=[campaign.name]),
+                         invalid="Pick supported or unsupported.", run=decide)
     entries = disagreements(campaign)
     unresolved = sum(1 for e in entries if e.final and e.final.needs_decision)
     return render(request, "labelling/adjudicate.html", {"campaign": campaign, "entries": entries, "unresolved": unresolved})
@@ -133,14 +125,12 @@ def adjudication(request: HttpRequest, name: str) -> HttpResponse:
 
 @require_GET
 @eval_owner_required
-def export(request: HttpRequest, name: str, fmt: str) -> StreamingHttpResponse:
+def export(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
     if fmt not in LABEL_FILE_FORMATS:
         raise Http404("Labels are exported as .csv or .jsonl")
     labels = labels_export(campaign=campaign, fmt=fmt, user=request.user)
-    response = StreamingHttpResponse(labels.lines(), content_type=CONTENT_TYPES[fmt])
-    response["Content-Disposition"] = f'attachment; filename="{campaign.name}-labels.{fmt}"'
-    return response
+    return attachment(labels.lines(), fmt=fmt, filename=f"{campaign.name}-labels.{fmt}")
 
 
 @require_POST

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
-from django import forms
-from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -16,44 +12,15 @@ from evalcore.services.problems import UserFacingError
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner, verdict_set_for
+from ..forms import ExportForm, FreshHeldoutForm, ThresholdForm, VerdictImportForm
 from ..jobs import VerdictImportParams, request_verdicts_import
 from ..selectors import campaign_exports, disagreement_export, verdict_sets_of
 from ..services.campaigns import campaign_fresh_heldout, campaign_set_thresholds
-from ..services.exports import DISAGREEMENT_FORMATS, disagreements_export
+from ..services.exports import disagreements_export
 from ..services.judge_report import judge_report
 from ..services.remeasure import remeasure
-from .uploads import import_upload
-
-
-class ThresholdForm(forms.Form):
-    fit_kappa = forms.FloatField(min_value=-1.0, max_value=1.0, label="Kappa at least")
-    fit_miss_rate = forms.FloatField(min_value=0.0, max_value=1.0, label="Miss rate at most")
-
-
-class ExportForm(forms.Form):
-    format = forms.ChoiceField(choices=[(f, f) for f in DISAGREEMENT_FORMATS], initial="jsonl")
-    limit = forms.IntegerField(min_value=1, required=False)
-    balanced = forms.BooleanField(required=False, help_text="As many false passes as false fails.")
-    seed = forms.IntegerField(min_value=0, initial=7)
-
-
-class VerdictImportForm(forms.Form):
-    file = forms.FileField(help_text="CSV or JSON Lines: question_id, claim_index (claim campaigns), supported, rationale.")
-    judge_config = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), help_text="JSON: model, model_version, prompt, temperature, ...")
-
-    def clean_judge_config(self) -> dict:
-        try:
-            data = json.loads(self.cleaned_data["judge_config"])
-        except json.JSONDecodeError as error:
-            raise forms.ValidationError(f"malformed JSON, line {error.lineno}: {error.msg}") from None
-        if not isinstance(data, dict):
-            raise forms.ValidationError("the judge config must be a JSON object")
-        return data
-
-
-class FreshHeldoutForm(forms.Form):
-    name = forms.SlugField(max_length=100)
-    size = forms.IntegerField(min_value=1, initial=200)
+from .actions import Done, form_post, import_upload
+from .downloads import attachment
 
 
 @require_http_methods(["GET", "POST"])
@@ -61,17 +28,13 @@ class FreshHeldoutForm(forms.Form):
 def report_page(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
     if request.method == "POST":
-        form = ThresholdForm(request.POST)
-        if not form.is_valid():
-            messages.error(request, "Thresholds: kappa between -1 and 1, miss rate between 0 and 1.")
-        else:
-            try:
-                campaign_set_thresholds(campaign=campaign, **form.cleaned_data)
-            except UserFacingError as error:
-                messages.error(request, f"Thresholds: {error}")
-            else:
-                messages.success(request, "Thresholds saved.")
-        return redirect(reverse("labelling:report", args=[campaign.name]))
+
+        def save(data: dict) -> Done:
+            campaign_set_thresholds(campaign=campaign, fit_kappa=data["fit_kappa"], fit_miss_rate=data["fit_miss_rate"])
+            return Done("Thresholds saved.")
+
+        return form_post(request, ThresholdForm(request.POST), back=reverse("labelling:report", args=[campaign.name]),
+                         invalid="Thresholds: kappa between -1 and 1, miss rate between 0 and 1.", run=save)
     verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
     report = judge_report(campaign, verdict_set=verdict_set)
     context = {
@@ -104,19 +67,16 @@ def remeasure_page(request: HttpRequest, name: str) -> HttpResponse:
 @eval_owner_required
 def export_create(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
-    form = ExportForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Choose a format; the limit must be a positive number.")
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    data = form.cleaned_data
-    try:
+    verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
+    back = reverse("labelling:report", args=[campaign.name])
+
+    def export(data: dict) -> Done:
         record = disagreements_export(campaign=campaign, fmt=data["format"], limit=data["limit"], balanced=data["balanced"],
-                                      seed=data["seed"], verdict_set=verdict_set_for(campaign, request.GET.get("verdicts")), user=request.user)
-    except UserFacingError as error:
-        messages.error(request, str(error))
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    messages.success(request, f"Export v{record.version}: {len(record.item_ids)} examples from the tuning split.")
-    return redirect(reverse("labelling:report", args=[campaign.name]) + "#exports")
+                                      seed=data["seed"], verdict_set=verdict_set, user=request.user)
+        return Done(f"Export v{record.version}: {len(record.item_ids)} examples from the tuning split.", back + "#exports")
+
+    return form_post(request, ExportForm(request.POST), back=back, invalid="Choose a format; the limit must be a positive number.",
+                     run=export)
 
 
 @require_GET
@@ -127,9 +87,7 @@ def export_download(request: HttpRequest, name: str, version: int) -> HttpRespon
     if record is None:
         raise Http404("No such export.")
     extension = "csv" if record.fmt == "csv" else "jsonl"
-    response = HttpResponse(record.content, content_type="text/csv" if record.fmt == "csv" else "application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="{campaign.name}-disagreements-v{record.version}-{record.fmt}.{extension}"'
-    return response
+    return attachment(record.content, fmt=record.fmt, filename=f"{campaign.name}-disagreements-v{record.version}-{record.fmt}.{extension}")
 
 
 @require_POST
@@ -150,14 +108,11 @@ def verdicts_upload(request: HttpRequest, name: str) -> HttpResponse:
 @eval_owner_required
 def fresh_heldout(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
-    form = FreshHeldoutForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Give the new campaign a name (letters, digits, - and _) and a size.")
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    try:
-        new = campaign_fresh_heldout(campaign=campaign, name=form.cleaned_data["name"], size=form.cleaned_data["size"], user=request.user)
-    except UserFacingError as error:
-        messages.error(request, str(error))
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    messages.success(request, f"Sampled a fresh held-out set: campaign {new.name} with {new.items.count()} items, none seen before.")
-    return redirect(reverse("labelling:campaign", args=[new.name]))
+
+    def sample(data: dict) -> Done:
+        new = campaign_fresh_heldout(campaign=campaign, name=data["name"], size=data["size"], user=request.user)
+        return Done(f"Sampled a fresh held-out set: campaign {new.name} with {new.items.count()} items, none seen before.",
+                    reverse("labelling:campaign", args=[new.name]))
+
+    return form_post(request, FreshHeldoutForm(request.POST), back=reverse("labelling:report", args=[campaign.name]),
+                     invalid="Give the new campaign a name (letters, digits, - and _) and a size.", run=sample)
