@@ -312,10 +312,11 @@ def leakage(campaign: Campaign) -> Leakage:
     heldout = set(Item.objects.filter(campaign=campaign, split=Item.Split.HELDOUT).values_list("pk", flat=True))
     leaks = []
     leaked_items: set[int] = set()
-    for export in ExportRecord.objects.filter(campaign=campaign).order_by("version"):
-        leaked = heldout.intersection(export.item_ids)
+    records = ExportRecord.objects.filter(campaign=campaign).order_by("version").values_list("version", "kind", "item_ids", "created_at")
+    for version, kind, item_ids, created_at in records:  # not the stored content
+        leaked = heldout.intersection(item_ids)
         if leaked:
-            leaks.append(LeakedExport(export.version, export.kind, len(leaked), export.created_at.isoformat()))
+            leaks.append(LeakedExport(version, kind, len(leaked), created_at.isoformat()))
             leaked_items |= leaked
     return Leakage(leaked_exports=tuple(leaks), leaked_items=len(leaked_items))
 
