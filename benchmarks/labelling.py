@@ -142,7 +142,7 @@ def _verify(spec: dict[str, Any]) -> dict[str, Any]:
     _django()
     from django.db.models import Count
 
-    from labelstudio_lite.labelling.models import Assignment, Campaign, Item, Label
+    from labelstudio_lite.labelling.models import Campaign, Item, Label, Lease
 
     report: dict[str, Any] = {}
     for name in spec["campaigns"]:
@@ -165,8 +165,8 @@ def _verify(spec: dict[str, Any]) -> dict[str, Any]:
             "extra_labels": sum(max(0, per_item.get(i, 0) - campaign.overlap) for i in ids),
             "missing_labels": sum(max(0, campaign.overlap - per_item.get(i, 0)) for i in ids),
             "counters_off": items.exclude(slots_taken=campaign.overlap).count() + items.exclude(label_count=campaign.overlap).count(),
-            "open_leases": Assignment.objects.filter(item__campaign=campaign, status=Assignment.Status.ACTIVE).count(),
-            "leases": Assignment.objects.filter(item__campaign=campaign).count(),
+            "open_leases": Lease.objects.filter(item__campaign=campaign, status=Lease.Status.ACTIVE).count(),
+            "leases": Lease.objects.filter(item__campaign=campaign).count(),
         }
     return report
 

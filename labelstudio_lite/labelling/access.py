@@ -8,7 +8,8 @@ from django.http import Http404
 
 from labelstudio_lite.accounts.access import is_eval_owner
 
-from .models import Campaign
+from .models import Campaign, VerdictSet
+from .selectors import NotFound, campaign_named, verdict_set_asked
 
 
 def campaign_for_labelling(user: Any, name: str) -> Campaign:
@@ -29,7 +30,15 @@ def campaign_for_labelling(user: Any, name: str) -> Campaign:
 def campaign_for_owner(user: Any, name: str) -> Campaign:
     if not is_eval_owner(user):
         raise Http404("No such campaign.")
-    campaign = Campaign.objects.select_related("run__version__eval_set", "run__judge_config").filter(name=name).first()
+    campaign = campaign_named(name)
     if campaign is None:
         raise Http404("No such campaign.")
     return campaign
+
+
+def verdict_set_for(campaign: Campaign, pk: str | None) -> VerdictSet | None:
+    """The verdict set a request names (``?verdicts=ID``), or None when it names none; 404 when the campaign has no such set."""
+    try:
+        return verdict_set_asked(campaign, pk)
+    except NotFound:
+        raise Http404("No such verdict set in this campaign.") from None

@@ -3,7 +3,6 @@ to scores and to other annotators' labels); campaign endpoints are for eval owne
 
 from __future__ import annotations
 
-from django.http import Http404
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
@@ -11,12 +10,29 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evalcore.services.problems import UserFacingError
 from labelstudio_lite.accounts.access import IsEvalOwner
 
-from .access import campaign_for_labelling, campaign_for_owner
+from .access import campaign_for_labelling, campaign_for_owner, verdict_set_for
 from .models import Campaign, Label
-from .selectors import annotator_agreement, blind_item, campaign_progress, campaigns_for_annotator, final_labels
-from .services.assignment import LabellingError, LeaseExpired, annotator_share, next_item, skip_item, submit_label
+from .selectors import (
+    NotFound,
+    annotator_agreement,
+    annotator_share,
+    blind_item,
+    campaign_exports,
+    campaign_progress,
+    campaigns_for_annotator,
+    campaigns_list,
+    final_label_counts,
+    own_label,
+    own_labels,
+    verdict_set_asked,
+)
+from .services.assignment import LabellingError, LeaseExpired, next_item, skip_item, submit_label
+from .services.exports import DISAGREEMENT_FORMATS, disagreements_export, labels_export
+from .services.judge_report import judge_report
+from .services.remeasure import remeasure
 
 
 class BlindItemOutput(serializers.Serializer):
@@ -59,7 +75,7 @@ class NextItemApi(APIView):
         view = blind_item(served.item)  # next_item loads the item's row and question
         view.pop("answer_html", None)
         view.pop("claim_count", None)
-        return Response({**view, "lease_expires_at": served.assignment.expires_at, "question_asked": campaign.judge_question})
+        return Response({**view, "lease_expires_at": served.lease.expires_at, "question_asked": campaign.judge_question})
 
 
 class LabelInput(serializers.Serializer):
@@ -83,8 +99,7 @@ class MyLabelsApi(APIView):
     @extend_schema(responses=OwnLabelOutput(many=True), summary="Your own labels in a campaign")
     def get(self, request: Request, name: str) -> Response:
         campaign = campaign_for_labelling(request.user, name)
-        labels = Label.objects.filter(item__campaign=campaign, annotator=request.user).select_related("item__row__question")
-        return Response(OwnLabelOutput(labels, many=True).data)
+        return Response(OwnLabelOutput(own_labels(campaign=campaign, user=request.user), many=True).data)
 
     @extend_schema(request=LabelInput, responses={201: OwnLabelOutput, 409: None}, summary="Label an item you hold (idempotent)")
     def post(self, request: Request, name: str) -> Response:
@@ -97,7 +112,7 @@ class MyLabelsApi(APIView):
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         except LabellingError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
-        label = Label.objects.select_related("item__row__question").get(pk=label.pk)  # one query for the output, not three
+        label = own_label(campaign=campaign, user=request.user, label_id=label.pk)  # one query for the output, not three
         return Response(OwnLabelOutput(label).data, status=status.HTTP_201_CREATED)
 
 
@@ -126,7 +141,7 @@ class CampaignListApi(APIView):
         return Response([
             {"name": c.name, "run": c.run.name, "unit": c.unit, "size": c.size, "overlap": c.overlap, "heldout_fraction": c.heldout_fraction,
              "seed": c.seed, "strata": c.strata, "created_at": c.created_at}
-            for c in Campaign.objects.select_related("run").order_by("-created_at")
+            for c in campaigns_list()
         ])
 
 
@@ -136,42 +151,22 @@ class CampaignDetailApi(APIView):
     @extend_schema(responses=inline_serializer("CampaignDetail", {"name": serializers.CharField()}), summary="Progress and annotator agreement")
     def get(self, request: Request, name: str) -> Response:
         campaign = campaign_for_owner(request.user, name)
-        agreement = annotator_agreement(campaign)
-        finals = final_labels(campaign)
-        statuses: dict[str, int] = {}
-        for f in finals.values():
-            statuses[f.status] = statuses.get(f.status, 0) + 1
-        alpha = agreement["alpha"]
         return Response({
             "name": campaign.name, "run": campaign.run.name, "unit": campaign.unit, "question": campaign.judge_question,
-            "progress": campaign_progress(campaign),
-            "agreement": {**agreement, "alpha": None if alpha != alpha else alpha,
-                          "pairs": [{**p, "kappa": None if p["kappa"] != p["kappa"] else p["kappa"]} for p in agreement["pairs"]]},
-            "final_labels": statuses,
+            "progress": campaign_progress(campaign).as_dict(),
+            "agreement": annotator_agreement(campaign).as_dict(),
+            "final_labels": final_label_counts(campaign),
         })
 
 
 class CampaignLabelsApi(APIView):
     permission_classes = [IsEvalOwner]
 
-    @extend_schema(responses=inline_serializer("CampaignLabel", {"question_id": serializers.CharField()}), summary="Every label (eval owners)")
+    @extend_schema(responses=inline_serializer("CampaignLabel", {"question_id": serializers.CharField()}),
+                   summary="Every label, held-out items included (eval owners; recorded as a label export)")
     def get(self, request: Request, name: str) -> Response:
-        from .services.labels_io import export_rows
-
         campaign = campaign_for_owner(request.user, name)
-        return Response(list(export_rows(campaign)))
-
-
-def _verdict_set_param(campaign: Campaign, request: Request):
-    from .models import VerdictSet
-
-    pk = request.query_params.get("verdicts")
-    if not pk:
-        return None
-    verdict_set = VerdictSet.objects.filter(pk=pk, campaign=campaign).first() if str(pk).isdigit() else None
-    if verdict_set is None:
-        raise Http404("No such verdict set in this campaign.")
-    return verdict_set
+        return Response(list(labels_export(campaign=campaign, fmt="json", user=request.user).rows()))
 
 
 class JudgeReportApi(APIView):
@@ -179,10 +174,8 @@ class JudgeReportApi(APIView):
 
     @extend_schema(responses=inline_serializer("JudgeReport", {"verdict": serializers.DictField()}), summary="The judge error report (same numbers as the page)")
     def get(self, request: Request, name: str) -> Response:
-        from .services.judge_report import judge_report
-
         campaign = campaign_for_owner(request.user, name)
-        return Response(judge_report(campaign, verdict_set=_verdict_set_param(campaign, request)))
+        return Response(judge_report(campaign, verdict_set=verdict_set_for(campaign, request.query_params.get("verdicts"))).as_dict())
 
 
 class RemeasureApi(APIView):
@@ -190,25 +183,23 @@ class RemeasureApi(APIView):
 
     @extend_schema(responses=inline_serializer("Remeasurement", {"n": serializers.IntegerField()}), summary="New judge vs old on the held-out split")
     def get(self, request: Request, name: str) -> Response:
-        from evalcore.services.problems import UserFacingError
-
-        from .services.judge_report import remeasure
-
         campaign = campaign_for_owner(request.user, name)
-        verdict_set = _verdict_set_param(campaign, request)
+        verdict_set = verdict_set_for(campaign, request.query_params.get("verdicts"))
         if verdict_set is None:
             return Response({"verdicts": ["give ?verdicts=ID, the verdicts of the new judge config"]}, status=400)
         try:
-            return Response(remeasure(campaign, verdict_set, split=request.query_params.get("split", "heldout"), viewer=request.user))
+            result = remeasure(campaign=campaign, verdict_set=verdict_set, split=request.query_params.get("split", "heldout"),
+                               viewer=request.user)
         except UserFacingError as error:
             return Response({"detail": str(error)}, status=400)
+        return Response(result.as_dict())
 
 
 class ExportListApi(APIView):
     permission_classes = [IsEvalOwner]
 
     class ExportInput(serializers.Serializer):
-        format = serializers.ChoiceField(choices=["jsonl", "chat", "csv"])
+        format = serializers.ChoiceField(choices=DISAGREEMENT_FORMATS)
         limit = serializers.IntegerField(required=False, min_value=1)
         balanced = serializers.BooleanField(required=False, default=False)
         seed = serializers.IntegerField(required=False, default=7, min_value=0)
@@ -221,24 +212,20 @@ class ExportListApi(APIView):
             {"version": e.version, "kind": e.kind, "format": e.fmt, "items": len(e.item_ids), "heldout_items": e.heldout_items,
              "options": e.options, "created_by": e.created_by.username if e.created_by else None, "created_at": e.created_at,
              "download": f"/campaigns/{campaign.name}/exports/{e.version}/" if e.kind == "disagreements" else None}
-            for e in campaign.exports.select_related("created_by").order_by("-version")
+            for e in campaign_exports(campaign)
         ])
 
     @extend_schema(request=ExportInput, responses={201: inline_serializer("ExportCreated", {"version": serializers.IntegerField()})},
                    summary="Export the tuning split's disagreements (recorded and versioned)")
     def post(self, request: Request, name: str) -> Response:
-        from evalcore.services.problems import UserFacingError
-
-        from .models import VerdictSet
-        from .services.examples import disagreements_export
-
         campaign = campaign_for_owner(request.user, name)
         data = self.ExportInput(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        verdict_set = VerdictSet.objects.filter(pk=d["verdicts"], campaign=campaign).first() if d.get("verdicts") else None
-        if d.get("verdicts") and verdict_set is None:  # not silently the run's judge instead
-            return Response({"verdicts": [f"campaign {campaign.name!r} has no verdict set {d['verdicts']}"]}, status=400)
+        try:
+            verdict_set = verdict_set_asked(campaign, d.get("verdicts"))  # not silently the run's judge instead
+        except NotFound as error:
+            return Response({"verdicts": [str(error)]}, status=400)
         try:
             record = disagreements_export(campaign=campaign, fmt=d["format"], limit=d.get("limit"), balanced=d["balanced"], seed=d["seed"],
                                           verdict_set=verdict_set, user=request.user)

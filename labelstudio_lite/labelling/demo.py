@@ -17,8 +17,8 @@ from evalcore.models import Row, Run
 
 from .models import Campaign, Item
 from .services.campaigns import campaign_create
-from .services.examples import verdicts_import
-from .services.labels_io import labels_import
+from .services.label_import import labels_import
+from .services.verdicts import verdicts_import
 
 LABELLED = "faithfulness-claims"
 OPEN = "demo-claims"
@@ -61,8 +61,7 @@ def load_labelling_demo(paths: dict[str, Path], run: Run) -> list[str]:
         result = labels_import(campaign=campaign, path=path)
         lines.append(f"Campaign {LABELLED}: {campaign.items.count()} claims; {result.message}")
         tuned_config = json.loads(paths["tuned_judge"].read_text())
-        _, _, message = verdicts_import(campaign=campaign, path=verdicts_path, judge_config=tuned_config)
-        lines.append(message)
+        lines.append(verdicts_import(campaign=campaign, path=verdicts_path, judge_config=tuned_config).message)
     if not Campaign.objects.filter(name=OPEN).exists():
         from django.contrib.auth import get_user_model
 

@@ -1,4 +1,8 @@
+"""The labelling app's forms (pages only; the services check every value again)."""
+
 from __future__ import annotations
+
+import json
 
 from django import forms
 from django.contrib.auth import get_user_model
@@ -7,6 +11,7 @@ from django.core.validators import validate_slug
 from evalcore.models import Run
 
 from .models import Campaign, Label
+from .services.exports import DISAGREEMENT_FORMATS
 
 
 class CampaignForm(forms.Form):
@@ -48,3 +53,38 @@ class LabelImportForm(forms.Form):
 
 class AnnotatorsForm(forms.Form):
     annotators = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.order_by("username"))
+
+
+class RemoveAnnotatorForm(forms.Form):
+    remove = forms.CharField(max_length=150)
+
+
+class ThresholdForm(forms.Form):
+    fit_kappa = forms.FloatField(min_value=-1.0, max_value=1.0, label="Kappa at least")
+    fit_miss_rate = forms.FloatField(min_value=0.0, max_value=1.0, label="Miss rate at most")
+
+
+class ExportForm(forms.Form):
+    format = forms.ChoiceField(choices=[(f, f) for f in DISAGREEMENT_FORMATS], initial="jsonl")
+    limit = forms.IntegerField(min_value=1, required=False)
+    balanced = forms.BooleanField(required=False, help_text="As many false passes as false fails.")
+    seed = forms.IntegerField(min_value=0, initial=7)
+
+
+class VerdictImportForm(forms.Form):
+    file = forms.FileField(help_text="CSV or JSON Lines: question_id, claim_index (claim campaigns), supported, rationale.")
+    judge_config = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), help_text="JSON: model, model_version, prompt, temperature, ...")
+
+    def clean_judge_config(self) -> dict:
+        try:
+            data = json.loads(self.cleaned_data["judge_config"])
+        except json.JSONDecodeError as error:
+            raise forms.ValidationError(f"malformed JSON, line {error.lineno}: {error.msg}") from None
+        if not isinstance(data, dict):
+            raise forms.ValidationError("the judge config must be a JSON object")
+        return data
+
+
+class FreshHeldoutForm(forms.Form):
+    name = forms.SlugField(max_length=100)
+    size = forms.IntegerField(min_value=1, initial=200)

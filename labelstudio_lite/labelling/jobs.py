@@ -18,23 +18,20 @@ from evalcore.services.judge_configs import normalize_judge_config
 from evalcore.services.problems import UserFacingError
 
 from .models import Campaign
-from .services.examples import verdicts_import
-from .services.labels_io import labels_import
+from .selectors import campaign_get
+from .services.label_import import labels_import
+from .services.verdicts import verdicts_import
 
 IMPORT_LABELS = "import_labels"
 IMPORT_VERDICTS = "import_verdicts"
 
 
-def _campaign(name: str) -> Campaign:
-    campaign = Campaign.objects.filter(name=name).first()
-    if campaign is None:
-        raise UserFacingError(f"there is no campaign named {name!r}")
+def _check_campaign_and_file(params: LabelImportParams | VerdictImportParams) -> Campaign:
+    """Refuse at once what the job would fail on: no such campaign, no such file."""
+    campaign = campaign_get(params.campaign)
+    if not Path(params.path).is_file():
+        raise UserFacingError(f"{params.path}: no such file")
     return campaign
-
-
-def _check_file(path: str) -> None:
-    if not Path(path).is_file():
-        raise UserFacingError(f"{path}: no such file")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,14 +43,13 @@ class LabelImportParams:
 
 def request_labels_import(*, params: LabelImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept a label import as a job, or refuse it at once (no such campaign or file)."""
-    _campaign(params.campaign)
-    _check_file(params.path)
+    _check_campaign_and_file(params)
     return job_request(kind=IMPORT_LABELS, params=params, user=user, start=start)
 
 
 @register_job_kind(name=IMPORT_LABELS, label="Import labels", params=LabelImportParams)
 def _import_labels(params: LabelImportParams, job: Job, progress: Progress) -> dict[str, Any]:
-    campaign = _campaign(params.campaign)
+    campaign = campaign_get(params.campaign)
     result = labels_import(campaign=campaign, path=Path(params.path), display_name=params.display_name, progress=progress)
     return {"message": result.message, "created": result.created, "url": reverse("labelling:campaign", args=[campaign.name])}
 
@@ -68,18 +64,17 @@ class VerdictImportParams:
 
 def request_verdicts_import(*, params: VerdictImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept an import of a new judge config's verdicts as a job, or refuse it at once."""
-    _campaign(params.campaign)
-    _check_file(params.path)
+    _check_campaign_and_file(params)
     normalize_judge_config(params.judge_config)
     return job_request(kind=IMPORT_VERDICTS, params=params, user=user, start=start)
 
 
 @register_job_kind(name=IMPORT_VERDICTS, label="Import judge verdicts", params=VerdictImportParams)
 def _import_verdicts(params: VerdictImportParams, job: Job, progress: Progress) -> dict[str, Any]:
-    campaign = _campaign(params.campaign)
-    verdict_set, created, message = verdicts_import(
+    campaign = campaign_get(params.campaign)
+    result = verdicts_import(
         campaign=campaign, path=Path(params.path), judge_config=params.judge_config, display_name=params.display_name,
         user=job.created_by,
     )
-    return {"message": message, "created": created, "verdict_set": verdict_set.pk,
-            "url": reverse("labelling:report", args=[campaign.name]) + f"?verdicts={verdict_set.pk}"}
+    return {"message": result.message, "created": result.created, "verdict_set": result.verdict_set.pk,
+            "url": reverse("labelling:report", args=[campaign.name]) + f"?verdicts={result.verdict_set.pk}"}

@@ -15,12 +15,23 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F
 from django.utils import timezone
 
 from evalcore.models import Row, Run
 
 
-class Campaign(models.Model):
+class Authored(models.Model):
+    """Who made a record (None from the command line or once the user is deleted), and when."""
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+
+class Campaign(Authored):
     class Unit(models.TextChoices):
         ANSWER = "answer", "Whole answers"
         CLAIM = "claim", "Single claims"
@@ -46,8 +57,6 @@ class Campaign(models.Model):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="fresh_samples",
                                help_text="The campaign this one is a fresh held-out sample for.")
     annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, through="CampaignAnnotator", related_name="campaigns")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-created_at"]
@@ -70,6 +79,41 @@ class CampaignAnnotator(models.Model):
         constraints = [models.UniqueConstraint(fields=["campaign", "user"], name="campaign_annotator_unique")]
 
 
+class ItemQuerySet(models.QuerySet):
+    """The slot counter's operations, each one conditional ``UPDATE`` (see ``services/assignment.py``).
+
+    ``slots_taken`` counts labels (not can't-tell) plus active leases; ``label_count`` counts the
+    labels. Check constraints keep both within the overlap, so no operation can overfill an item.
+    Call them on a one-item queryset: ``Item.objects.filter(pk=pk).take_slot()``.
+    """
+
+    def take_slot(self) -> bool:
+        """``SET slots_taken = slots_taken + 1 WHERE slots_taken < overlap``; False when the item was full."""
+        return bool(self.filter(slots_taken__lt=F("overlap")).update(slots_taken=F("slots_taken") + 1))
+
+    def give_back_slot(self) -> bool:
+        """``SET slots_taken = slots_taken - 1 WHERE slots_taken > 0`` (a lease ended without a label)."""
+        return bool(self.filter(slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1))
+
+    def count_label(self) -> bool:
+        """A held slot became a label: ``label_count + 1``, the slot stays taken."""
+        return bool(self.update(label_count=F("label_count") + 1))
+
+    def take_labelled_slot(self) -> bool:
+        """A slot and a label at once, with no lease before it (an imported label, can't-tell changed
+        to a label); False when the item was full."""
+        return bool(
+            self.filter(slots_taken__lt=F("overlap")).update(slots_taken=F("slots_taken") + 1, label_count=F("label_count") + 1)
+        )
+
+    def give_back_labelled_slot(self) -> bool:
+        """A label withdrawn (changed to can't-tell): its slot and its count go back.
+
+        The label held a slot, so both counters are at least 1 (the check constraints refuse less).
+        """
+        return bool(self.update(slots_taken=F("slots_taken") - 1, label_count=F("label_count") - 1))
+
+
 class Item(models.Model):
     class Split(models.TextChoices):
         TUNING = "tuning", "Tuning"
@@ -86,6 +130,8 @@ class Item(models.Model):
     overlap = models.PositiveSmallIntegerField(help_text="Copy of the campaign's overlap, for the constraint.")
     slots_taken = models.PositiveSmallIntegerField(default=0, help_text="Labels (not can't-tell) plus active leases.")
     label_count = models.PositiveSmallIntegerField(default=0, help_text="Supported / unsupported labels.")
+
+    objects = ItemQuerySet.as_manager()
 
     class Meta:
         ordering = ["campaign", "position"]
@@ -120,8 +166,20 @@ class Item(models.Model):
         return claims[self.claim_index] if self.claim_index < len(claims) else None
 
 
-class Assignment(models.Model):
-    """A lease: the annotator holds the item until they answer, skip, or the lease expires."""
+class LeaseQuerySet(models.QuerySet):
+    def active(self) -> LeaseQuerySet:
+        return self.filter(status=Lease.Status.ACTIVE)
+
+    def close(self, *, status: str) -> bool:
+        """End an active lease (conditional: only the request that flips the status gets True)."""
+        return bool(self.active().update(status=status, closed_at=timezone.now()))
+
+
+class Lease(models.Model):
+    """An annotator's hold on an item: until they answer, skip, or it expires and the item goes back to the pool.
+
+    An active lease holds one of the item's slots (``Item.slots_taken``).
+    """
 
     class Status(models.TextChoices):
         ACTIVE = "active", "Active"
@@ -129,14 +187,17 @@ class Assignment(models.Model):
         SKIPPED = "skipped", "Skipped"
         EXPIRED = "expired", "Expired"
 
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
-    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="leases")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="leases")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     served_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)
 
+    objects = LeaseQuerySet.as_manager()
+
     class Meta:
+        db_table = "labelling_assignment"  # the table kept its first name (the model was Assignment)
         constraints = [
             models.UniqueConstraint(
                 fields=["item", "annotator"], condition=models.Q(status="active"), name="assignment_one_active_lease"
@@ -199,15 +260,13 @@ class Adjudication(models.Model):
     decided_at = models.DateTimeField(default=timezone.now)
 
 
-class VerdictSet(models.Model):
+class VerdictSet(Authored):
     """Verdicts of another judge config on a campaign's items (a re-run with a tuned prompt)."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="verdict_sets")
     judge_config = models.ForeignKey("evalcore.JudgeConfig", on_delete=models.PROTECT, related_name="verdict_sets")
     source_name = models.CharField(max_length=255, blank=True)
     source_hash = models.CharField(max_length=64)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["campaign", "created_at"]
@@ -227,7 +286,7 @@ class Verdict(models.Model):
         constraints = [models.UniqueConstraint(fields=["verdict_set", "item"], name="verdict_one_per_item")]
 
 
-class ExportRecord(models.Model):
+class ExportRecord(Authored):
     """Every export of items (disagreement examples, label exports): who, when, which items, which judge.
 
     The judge report warns when any held-out item was ever exported (leakage).
@@ -246,8 +305,6 @@ class ExportRecord(models.Model):
     item_ids = models.JSONField(default=list)
     heldout_items = models.PositiveIntegerField(default=0)
     content = models.TextField(blank=True, help_text="The exported file, so it can be downloaded again.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["campaign", "-version"]

@@ -44,9 +44,9 @@ def world(small_run, make_campaign, annotator, other_annotator, django_user_mode
 
 def held_now(w: World) -> int:
     """The item the campaign's annotator holds at this moment (earlier requests move on to the next)."""
-    from labelstudio_lite.labelling.models import Assignment
+    from labelstudio_lite.labelling.models import Lease
 
-    active = Assignment.objects.filter(item__campaign=w.campaign, annotator__username="adam", status="active").first()
+    active = Lease.objects.filter(item__campaign=w.campaign, annotator__username="adam", status="active").first()
     return active.item_id if active else w.held_item.pk
 
 

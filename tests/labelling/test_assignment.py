@@ -9,15 +9,14 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from labelstudio_lite.labelling.models import Assignment, Item, Label
+from labelstudio_lite.labelling.models import Item, Label, Lease
+from labelstudio_lite.labelling.selectors import annotator_share, recent_labels
 from labelstudio_lite.labelling.services.assignment import (
     LabellingError,
     LeaseExpired,
     NotAssigned,
-    annotator_share,
     change_label,
     next_item,
-    recent_labels,
     release_expired,
     skip_item,
     submit_label,
@@ -32,9 +31,9 @@ def carl(django_user_model):
     return django_user_model.objects.create_user("carl", password="annot-pass-789", role="annotator")
 
 
-def expire(assignment: Assignment) -> None:
+def expire(lease: Lease) -> None:
     """Move the lease's expiry into the past (instead of sleeping)."""
-    Assignment.objects.filter(pk=assignment.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    Lease.objects.filter(pk=lease.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
 
 
 def item_counts(item_id: int) -> tuple[int, int]:
@@ -57,7 +56,7 @@ def test_no_item_gets_more_labels_than_its_overlap_even_with_more_annotators(cam
     for item in Item.objects.filter(campaign=campaign):
         assert item.labels.count() == 2
         assert item.slots_taken == item.label_count == 2
-    assert not Assignment.objects.filter(status=Assignment.Status.ACTIVE).exists()
+    assert not Lease.objects.filter(status=Lease.Status.ACTIVE).exists()
 
 
 def test_no_annotator_is_handed_the_same_item_twice(campaign, annotator):
@@ -66,7 +65,7 @@ def test_no_annotator_is_handed_the_same_item_twice(campaign, annotator):
     assert len(labels) == 12
     assert len({label.item_id for label in labels}) == 12
     assert next_item(campaign=campaign, user=annotator) is None
-    assert Assignment.objects.filter(annotator=annotator).count() == 12
+    assert Lease.objects.filter(annotator=annotator).count() == 12
 
 
 def test_the_database_refuses_a_second_label_by_the_same_annotator(solo_campaign, annotator):
@@ -91,10 +90,10 @@ def test_the_database_refuses_more_slots_than_the_overlap(campaign):
 def test_the_database_refuses_two_active_leases_of_one_annotator_on_one_item(solo_campaign, annotator):
     item = Item.objects.filter(campaign=solo_campaign).first()
     later = timezone.now() + timedelta(minutes=5)
-    Assignment.objects.create(item=item, annotator=annotator, expires_at=later)
+    Lease.objects.create(item=item, annotator=annotator, expires_at=later)
 
     with pytest.raises(IntegrityError), transaction.atomic():
-        Assignment.objects.create(item=item, annotator=annotator, expires_at=later)
+        Lease.objects.create(item=item, annotator=annotator, expires_at=later)
 
 
 def test_an_annotator_not_assigned_to_the_campaign_gets_nothing(campaign, owner):
@@ -103,7 +102,7 @@ def test_an_annotator_not_assigned_to_the_campaign_gets_nothing(campaign, owner)
     item = Item.objects.filter(campaign=campaign).first()
     with pytest.raises(NotAssigned):
         submit_label(campaign=campaign, user=owner, item_id=item.pk, value="supported")
-    assert not Assignment.objects.exists() and not Label.objects.exists()
+    assert not Lease.objects.exists() and not Label.objects.exists()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -116,8 +115,8 @@ def test_a_reload_returns_the_same_held_item_without_taking_a_second_slot(campai
     again = next_item(campaign=campaign, user=annotator)
 
     assert again.item.pk == first.item.pk
-    assert again.assignment.pk == first.assignment.pk
-    assert Assignment.objects.filter(annotator=annotator).count() == 1
+    assert again.lease.pk == first.lease.pk
+    assert Lease.objects.filter(annotator=annotator).count() == 1
     assert item_counts(first.item.pk) == (1, 0)
 
 
@@ -130,16 +129,16 @@ def test_reloading_the_labelling_page_and_the_api_show_the_same_held_item(campai
     api_item = annotator_client.post(f"/api/label/{campaign.name}/next/").json()["item_id"]
 
     assert first == second == str(api_item)
-    assert Assignment.objects.filter(annotator=annotator, status="active").count() == 1
+    assert Lease.objects.filter(annotator=annotator, status="active").count() == 1
 
 
 def test_a_reload_renews_the_lease(campaign, annotator):
     served = next_item(campaign=campaign, user=annotator)
-    Assignment.objects.filter(pk=served.assignment.pk).update(expires_at=timezone.now() + timedelta(seconds=5))
+    Lease.objects.filter(pk=served.lease.pk).update(expires_at=timezone.now() + timedelta(seconds=5))
 
     again = next_item(campaign=campaign, user=annotator)
 
-    assert again.assignment.expires_at > timezone.now() + timedelta(seconds=campaign.lease_seconds - 5)
+    assert again.lease.expires_at > timezone.now() + timedelta(seconds=campaign.lease_seconds - 5)
 
 
 def test_a_double_submit_keeps_one_label(campaign, annotator):
@@ -181,14 +180,14 @@ def test_a_retried_api_submit_keeps_one_label(campaign, annotator, annotator_cli
 def test_an_expired_lease_is_refused_with_a_message_and_its_slot_returns_to_the_pool(small_run, make_campaign, annotator, other_annotator):
     campaign = make_campaign(small_run, "short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator])
     served = next_item(campaign=campaign, user=annotator)
-    expire(served.assignment)
+    expire(served.lease)
 
     with pytest.raises(LeaseExpired, match="ran out") as refused:
         submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="supported")
 
     assert "not saved" in str(refused.value) and "after 30 seconds" in str(refused.value)
     assert not Label.objects.exists()
-    assert Assignment.objects.get(pk=served.assignment.pk).status == Assignment.Status.EXPIRED
+    assert Lease.objects.get(pk=served.lease.pk).status == Lease.Status.EXPIRED
     assert item_counts(served.item.pk) == (0, 0)
     # the slot is free: the next annotator is handed that very item
     assert next_item(campaign=campaign, user=other_annotator).item.pk == served.item.pk
@@ -197,12 +196,12 @@ def test_an_expired_lease_is_refused_with_a_message_and_its_slot_returns_to_the_
 def test_expired_leases_are_released_when_anyone_asks_for_an_item(small_run, make_campaign, annotator, other_annotator):
     campaign = make_campaign(small_run, "short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator])
     held = next_item(campaign=campaign, user=annotator)
-    expire(held.assignment)
+    expire(held.lease)
 
     taken = next_item(campaign=campaign, user=other_annotator)
 
     assert taken.item.pk == held.item.pk
-    assert Assignment.objects.get(pk=held.assignment.pk).status == Assignment.Status.EXPIRED
+    assert Lease.objects.get(pk=held.lease.pk).status == Lease.Status.EXPIRED
     assert item_counts(held.item.pk) == (1, 0)
     # the first annotator's late submit is refused: the item is someone else's now
     with pytest.raises(LeaseExpired):
@@ -213,18 +212,18 @@ def test_expired_leases_are_released_when_anyone_asks_for_an_item(small_run, mak
 def test_release_expired_gives_back_only_expired_leases_once(campaign, annotator, other_annotator):
     a = next_item(campaign=campaign, user=annotator)
     b = next_item(campaign=campaign, user=other_annotator)
-    expire(a.assignment)
+    expire(a.lease)
 
-    assert release_expired(campaign) == 1
-    assert release_expired(campaign) == 0
+    assert release_expired(campaign=campaign) == 1
+    assert release_expired(campaign=campaign) == 0
     assert item_counts(a.item.pk)[0] == (1 if a.item.pk == b.item.pk else 0)
-    assert Assignment.objects.get(pk=b.assignment.pk).status == Assignment.Status.ACTIVE
+    assert Lease.objects.get(pk=b.lease.pk).status == Lease.Status.ACTIVE
 
 
 def test_an_expired_lease_on_the_page_shows_the_message(small_run, make_campaign, annotator, annotator_client):
     campaign = make_campaign(small_run, "short", overlap=1, lease_seconds=60, annotators=[annotator])
     served = next_item(campaign=campaign, user=annotator)
-    expire(served.assignment)
+    expire(served.lease)
 
     response = annotator_client.post(
         reverse("labelling:answer", args=[campaign.name]), {"item_id": served.item.pk, "value": "supported"}, HTTP_HX_REQUEST="true"
@@ -238,7 +237,7 @@ def test_an_expired_lease_on_the_page_shows_the_message(small_run, make_campaign
 def test_an_expired_lease_through_the_api_is_a_409_with_the_message(small_run, make_campaign, annotator, annotator_client):
     campaign = make_campaign(small_run, "short", overlap=1, lease_seconds=60, annotators=[annotator])
     item_id = annotator_client.post(f"/api/label/{campaign.name}/next/").json()["item_id"]
-    expire(Assignment.objects.get(item_id=item_id))
+    expire(Lease.objects.get(item_id=item_id))
 
     response = annotator_client.post(f"/api/label/{campaign.name}/labels/", {"item_id": item_id, "value": "supported"},
                                      content_type="application/json")
@@ -264,7 +263,7 @@ def test_a_label_value_outside_the_three_answers_is_refused(campaign, annotator)
 
 def test_the_time_spent_on_each_item_is_recorded(campaign, annotator):
     served = next_item(campaign=campaign, user=annotator)
-    Assignment.objects.filter(pk=served.assignment.pk).update(served_at=timezone.now() - timedelta(seconds=42))
+    Lease.objects.filter(pk=served.lease.pk).update(served_at=timezone.now() - timedelta(seconds=42))
 
     label = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="supported")
 
@@ -283,7 +282,7 @@ def test_a_skipped_item_goes_back_to_the_pool_for_others_at_once(small_run, make
     skip_item(campaign=campaign, user=annotator, item_id=served.item.pk)
 
     assert item_counts(served.item.pk) == (0, 0)
-    assert Assignment.objects.get(pk=served.assignment.pk).status == Assignment.Status.SKIPPED
+    assert Lease.objects.get(pk=served.lease.pk).status == Lease.Status.SKIPPED
     assert next_item(campaign=campaign, user=other_annotator).item.pk == served.item.pk
 
 
@@ -461,7 +460,7 @@ def test_an_expired_lease_on_a_plain_form_post_is_reported_after_the_redirect(sm
     """Without JavaScript the form posts natively and is redirected: the refusal must survive the redirect."""
     campaign = make_campaign(small_run, "short", overlap=1, lease_seconds=60, annotators=[annotator])
     served = next_item(campaign=campaign, user=annotator)
-    expire(served.assignment)
+    expire(served.lease)
 
     response = annotator_client.post(reverse("labelling:answer", args=[campaign.name]),
                                      {"item_id": served.item.pk, "value": "supported"}, follow=True)
@@ -469,3 +468,15 @@ def test_an_expired_lease_on_a_plain_form_post_is_reported_after_the_redirect(sm
     assert response.redirect_chain == [(reverse("labelling:label", args=[campaign.name]), 302)]
     assert "Your hold on this item ran out" in response.content.decode()
     assert not Label.objects.exists()
+
+
+def test_the_slot_counter_never_overfills_or_underflows_an_item(solo_campaign):
+    item_id = Item.objects.filter(campaign=solo_campaign).values_list("pk", flat=True).first()
+    item = Item.objects.filter(pk=item_id)  # overlap 1
+
+    assert item.take_slot() is True and item.take_slot() is False
+    assert item.give_back_slot() is True and item.give_back_slot() is False
+    assert item.take_labelled_slot() is True and item.take_labelled_slot() is False
+    assert item_counts(item_id) == (1, 1)
+    assert item.give_back_labelled_slot() is True
+    assert item_counts(item_id) == (0, 0)

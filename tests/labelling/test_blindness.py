@@ -15,7 +15,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from labelstudio_lite.labelling.models import Assignment, Item, Label
+from labelstudio_lite.labelling.models import Item, Label, Lease
 from labelstudio_lite.labelling.selectors import blind_item
 from labelstudio_lite.labelling.services.adjudication import adjudicate
 
@@ -87,12 +87,12 @@ def annotator_responses(client, campaign, annotator) -> list[tuple[str, str]]:
 
     keep("my campaigns page", client.get(reverse("labelling:mine")))
     keep("label page", client.get(reverse("labelling:label", args=[name])))
-    item_id = Assignment.objects.get(annotator=annotator, status="active").item_id
+    item_id = Lease.objects.get(annotator=annotator, status="active").item_id
     keep("answer (htmx)", client.post(reverse("labelling:answer", args=[name]),
                                       {"item_id": item_id, "value": "supported", "rationale": "mine"}, HTTP_HX_REQUEST="true"))
-    item_id = Assignment.objects.get(annotator=annotator, status="active").item_id
+    item_id = Lease.objects.get(annotator=annotator, status="active").item_id
     keep("skip (htmx)", client.post(reverse("labelling:answer", args=[name]), {"item_id": item_id, "value": "skip"}, HTTP_HX_REQUEST="true"))
-    item_id = Assignment.objects.get(annotator=annotator, status="active").item_id
+    item_id = Lease.objects.get(annotator=annotator, status="active").item_id
     keep("answer (plain form, followed)", client.post(reverse("labelling:answer", args=[name]),
                                                       {"item_id": item_id, "value": "cant_tell"}, follow=True))
     keep("recent labels", client.get(reverse("labelling:recent", args=[name])))
@@ -105,10 +105,10 @@ def annotator_responses(client, campaign, annotator) -> list[tuple[str, str]]:
 
     keep("API my campaigns", client.get("/api/label/campaigns/"))
     keep("API next", client.post(f"/api/label/{name}/next/"))
-    item_id = Assignment.objects.get(annotator=annotator, status="active").item_id
+    item_id = Lease.objects.get(annotator=annotator, status="active").item_id
     keep("API skip", client.post(f"/api/label/{name}/skip/", {"item_id": item_id}, content_type="application/json"), 204)
     keep("API next after skip", client.post(f"/api/label/{name}/next/"))
-    item_id = Assignment.objects.get(annotator=annotator, status="active").item_id
+    item_id = Lease.objects.get(annotator=annotator, status="active").item_id
     keep("API submit", client.post(f"/api/label/{name}/labels/", {"item_id": item_id, "value": "supported", "rationale": "api"},
                                    content_type="application/json"), 201)
     keep("API my labels", client.get(f"/api/label/{name}/labels/"))
@@ -179,7 +179,7 @@ def _hold(user, item) -> None:
     """Give ``user`` a lease on ``item`` directly (so the page shows exactly that item)."""
     from django.db.models import F
 
-    Assignment.objects.create(item=item, annotator=user, expires_at=timezone.now() + timedelta(minutes=10))
+    Lease.objects.create(item=item, annotator=user, expires_at=timezone.now() + timedelta(minutes=10))
     Item.objects.filter(pk=item.pk).update(slots_taken=F("slots_taken") + 1)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from labelstudio_lite.labelling.models import Assignment, Label
+from labelstudio_lite.labelling.models import Label, Lease
 
 from .conftest import build_run
 
@@ -149,7 +149,7 @@ def test_an_annotator_labels_with_the_keyboard_goes_back_changes_a_label_and_fin
                       int(fourth): "supported", **{k: v for k, v in labels.items() if k not in {int(first), int(second), int(third), int(fourth)}}}
     assert len(labels) == 5 and list(labels.values()).count("supported") == 2
     assert Label.objects.get(item_id=second, annotator=annotator).rationale == "says 10 days but the chunk says 14"
-    assert not Assignment.objects.filter(status="active").exists()
+    assert not Lease.objects.filter(status="active").exists()
     assert all(label.seconds is not None for label in Label.objects.filter(annotator=annotator))
 
 

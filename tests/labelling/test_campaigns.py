@@ -11,7 +11,13 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from labelstudio_lite.labelling.models import Campaign, CampaignAnnotator, Item
-from labelstudio_lite.labelling.services.campaigns import CampaignError, campaign_create, plan_campaign, population
+from labelstudio_lite.labelling.services.campaigns import (
+    CampaignError,
+    campaign_create,
+    campaign_set_thresholds,
+    plan_campaign,
+    population,
+)
 
 from .conftest import build_run
 
@@ -343,3 +349,25 @@ def test_an_eval_owner_creates_a_campaign_from_the_form(owner_client, small_run,
     assert campaign.items.count() == 10 and campaign.overlap == 2 and campaign.guidance == "Be strict."
     assert list(campaign.annotators.all()) == [annotator]
     assert math.isclose(campaign.heldout_fraction, 0.3)
+
+
+def test_the_fit_thresholds_are_set_by_the_service_which_refuses_numbers_out_of_range(campaign):
+    for kappa, miss, message in ((1.5, 0.1, "kappa threshold"), (0.5, -0.1, "miss-rate threshold"), (float("nan"), 0.1, "kappa threshold")):
+        with pytest.raises(CampaignError, match=message):
+            campaign_set_thresholds(campaign=campaign, fit_kappa=kappa, fit_miss_rate=miss)
+
+    campaign_set_thresholds(campaign=campaign, fit_kappa=0.6, fit_miss_rate=0.2)
+
+    campaign.refresh_from_db()
+    assert (campaign.fit_kappa, campaign.fit_miss_rate) == (0.6, 0.2)
+
+
+def test_annotators_are_removed_by_username_and_an_unknown_name_is_refused(campaign, annotator, owner_client):
+    url = reverse("labelling:annotators", args=[campaign.name])
+
+    unknown = owner_client.post(url, {"remove": "nobody"}, follow=True).content.decode()
+    removed = owner_client.post(url, {"remove": annotator.username}, follow=True).content.decode()
+
+    assert "no such user(s): nobody" in unknown
+    assert "Removed adam; their labels stay." in removed
+    assert not CampaignAnnotator.objects.filter(campaign=campaign, user=annotator).exists()

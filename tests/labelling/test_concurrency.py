@@ -17,7 +17,7 @@ import pytest
 from django.db import connection
 from django.db.models import Count, F
 
-from labelstudio_lite.labelling.models import Assignment, Campaign, Item, Label
+from labelstudio_lite.labelling.models import Campaign, Item, Label, Lease
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
 from labelstudio_lite.labelling.services.campaigns import campaign_create
 
@@ -98,8 +98,8 @@ def assert_exactly_overlap_labels_from_different_people(campaign: Campaign, item
     assert {row["people"] for row in distinct} == {overlap}, "an annotator labelled an item twice"
     counters = set(Item.objects.filter(campaign=campaign).values_list("slots_taken", "label_count"))
     assert counters == {(overlap, overlap)}
-    assert not Assignment.objects.filter(item__campaign=campaign, status=Assignment.Status.ACTIVE).exists()
-    assert Assignment.objects.filter(item__campaign=campaign, status=Assignment.Status.SUBMITTED).count() == items * overlap
+    assert not Lease.objects.filter(item__campaign=campaign, status=Lease.Status.ACTIVE).exists()
+    assert Lease.objects.filter(item__campaign=campaign, status=Lease.Status.SUBMITTED).count() == items * overlap
     assert sum(s["labels"] for s in stats.values()) == items * overlap
     assert len(stats) == annotators
 

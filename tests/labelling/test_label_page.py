@@ -31,7 +31,7 @@ def test_the_labelling_page_loads_htmx_and_label_js_from_our_static_files_not_a_
 def test_the_page_shows_the_question_the_context_chunks_the_answer_and_the_shortcuts(solo_campaign, annotator_client):
     body = annotator_client.get(reverse("labelling:label", args=[solo_campaign.name])).content.decode()
 
-    item = Item.objects.get(campaign=solo_campaign, assignments__status="active")
+    item = Item.objects.get(campaign=solo_campaign, leases__status="active")
     qid = item.row.question.qid
     assert f"Question: What is the refund window of plan {qid}" in body
     assert body.count('class="chunk"') == 2
@@ -49,7 +49,7 @@ def test_a_claim_is_highlighted_in_the_answer_and_can_be_searched_in_the_context
 
     body = annotator_client.get(reverse("labelling:label", args=[campaign.name])).content.decode()
 
-    item = Item.objects.get(campaign=campaign, assignments__status="active")
+    item = Item.objects.get(campaign=campaign, leases__status="active")
     claim = item.row.claims[item.claim_index]["text"]
     assert f'<mark class="claim">{claim}</mark>' in body
     assert f"Claim {item.claim_index + 1} of 2" in body

@@ -13,8 +13,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from evalcore.services.problems import ImportFailed
-from labelstudio_lite.labelling.models import Item, Label
-from labelstudio_lite.labelling.services.labels_io import labels_import
+from labelstudio_lite.labelling.models import ExportRecord, Item, Label
+from labelstudio_lite.labelling.services.label_import import labels_import
 
 from .conftest import label_everything, write_csv, write_jsonl
 
@@ -293,9 +293,33 @@ def test_the_jsonl_export_holds_the_same_labels(labelled, owner_client, tmp_path
     assert all(r["claim_index"] is None for r in rows)
 
 
-def test_the_owner_labels_api_lists_every_label(labelled, owner_client):
+def test_the_owner_labels_api_lists_every_label_and_records_the_export(labelled, owner, owner_client):
     rows = owner_client.get(f"/api/campaigns/{labelled.name}/labels/").json()
     assert len(rows) == 24 and {r["annotator"] for r in rows} == {"adam", "bea"}
+
+    record = ExportRecord.objects.get(campaign=labelled)
+    assert (record.kind, record.fmt, record.created_by) == ("labels", "json", owner)
+    assert sorted(record.item_ids) == sorted(Item.objects.filter(campaign=labelled).values_list("pk", flat=True))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_the_export_labels_command_writes_what_the_page_gives_and_records_the_export(labelled, owner, owner_client, fmt, tmp_path):
+    page = b"".join(owner_client.get(reverse("labelling:export", args=[labelled.name, fmt])).streaming_content).decode()
+    out, err = StringIO(), StringIO()
+
+    call_command("export_labels", labelled.name, "--format", fmt, stdout=out, stderr=err)
+    call_command("export_labels", labelled.name, "--format", fmt, "--output", str(tmp_path / f"labels.{fmt}"), stderr=err)
+
+    assert out.getvalue() == page == (tmp_path / f"labels.{fmt}").read_bytes().decode()
+    assert "export v2: labels of 12 items" in err.getvalue() and f"export v3: labels of 12 items written to {tmp_path}" in err.getvalue()
+    assert list(ExportRecord.objects.filter(campaign=labelled).order_by("version").values_list("version", "created_by")) == [
+        (1, owner.pk), (2, None), (3, None)
+    ]
+
+
+def test_the_export_labels_command_refuses_an_unknown_campaign(db):
+    with pytest.raises(CommandError, match="no campaign named 'nope'"):
+        call_command("export_labels", "nope")
 
 
 def test_an_unknown_export_format_is_404(labelled, owner_client):

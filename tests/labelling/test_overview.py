@@ -61,7 +61,7 @@ def test_progress_counts_items_done_per_split_labels_per_annotator_and_median_se
         Label.objects.filter(pk=label.pk).update(seconds=30.0)
     bea_items = set(Label.objects.filter(annotator=other_annotator).values_list("item_id", flat=True))
 
-    progress = campaign_progress(campaign)
+    progress = campaign_progress(campaign).as_dict()
 
     splits = {s["split"]: s for s in progress["splits"]}
     n_heldout = sum(s["heldout"] for s in campaign.strata)
@@ -86,11 +86,11 @@ def test_throughput_counts_the_labels_of_the_last_hour(solo_campaign, annotator)
     old = [label.pk for label in labels[:5]]
     Label.objects.filter(pk__in=old).update(created_at=timezone.now() - timedelta(hours=2))
 
-    assert campaign_progress(solo_campaign)["last_hour"] == 7
+    assert campaign_progress(solo_campaign).last_hour == 7
 
 
 def test_an_assigned_annotator_with_no_labels_is_listed_with_zero(campaign):
-    people = {p["name"]: p for p in campaign_progress(campaign)["people"]}
+    people = {p["name"]: p for p in campaign_progress(campaign).as_dict()["people"]}
     assert people["adam"] == {"name": "adam", "labels": 0, "cant_tell": 0, "median_seconds": None}
     assert people["bea"]["labels"] == 0
 
@@ -104,7 +104,7 @@ def test_the_overview_page_shows_progress_agreement_and_final_labels(campaign, a
 
     assert "12 of 12 items fully labelled" in body and "24 labels" in body
     assert "2 items with conflicting labels" in body
-    alpha = annotator_agreement(campaign)["alpha"]
+    alpha = annotator_agreement(campaign).alpha
     assert f"{alpha:.3f}" in body
     assert "adam · bea" in body
     assert api["progress"]["complete"] == 12
@@ -129,11 +129,11 @@ def test_pairwise_kappa_matches_scikit_learn_on_the_items_each_pair_shares(small
     items = sorted({item for _, item in labels})
     adam = [labels[("adam", i)] for i in items]
     bea = [labels[("bea", i)] for i in items]
-    (pair,) = agreement["pairs"]
+    (pair,) = agreement.pairs
     assert (pair["a"], pair["b"], pair["n"]) == ("adam", "bea", 12)
     assert pair["kappa"] == pytest.approx(cohen_kappa_score(adam, bea))
     assert pair["agreement"] == pytest.approx(9 / 12)
-    assert agreement["overlapping_items"] == 12 and agreement["disagreeing_items"] == 3
+    assert agreement.overlapping_items == 12 and agreement.disagreeing_items == 3
 
 
 def test_krippendorffs_alpha_matches_the_krippendorff_package_with_missing_labels(small_run, make_campaign, annotator, other_annotator, carl):
@@ -151,9 +151,9 @@ def test_krippendorffs_alpha_matches_the_krippendorff_package_with_missing_label
         matrix[people.index(label.annotator.username), items.index(label.item_id)] = 1.0 if label.value == "supported" else 0.0
     assert np.isnan(matrix).sum() == 2  # the two can't-tell answers are missing, not labels
     expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
-    assert agreement["alpha"] == pytest.approx(expected, abs=1e-9)
-    assert len(agreement["pairs"]) == 3
-    for pair in agreement["pairs"]:
+    assert agreement.alpha == pytest.approx(expected, abs=1e-9)
+    assert len(agreement.pairs) == 3
+    for pair in agreement.pairs:
         a, b = people.index(pair["a"]), people.index(pair["b"])
         both = ~np.isnan(matrix[a]) & ~np.isnan(matrix[b])
         assert pair["n"] == both.sum()
@@ -163,7 +163,7 @@ def test_krippendorffs_alpha_matches_the_krippendorff_package_with_missing_label
 def test_alpha_is_undefined_without_overlapping_items(solo_campaign, annotator):
     label_everything(solo_campaign, annotator)
     agreement = annotator_agreement(solo_campaign)
-    assert math.isnan(agreement["alpha"]) and agreement["pairs"] == [] and agreement["overlapping_items"] == 0
+    assert math.isnan(agreement.alpha) and agreement.pairs == () and agreement.overlapping_items == 0
 
 
 # ----------------------------------------------------------------------------------------------

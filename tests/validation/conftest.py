@@ -120,7 +120,7 @@ def answer_claims(judge_supported: bool) -> list[bool]:
 
 def import_labels(folder: Path, campaign, rows: Iterable[tuple[str, int | None, str, str, str]], name: str = "labels.csv"):
     """Import labels (question_id, claim_index, label, annotator, rationale) with the real CSV import."""
-    from labelstudio_lite.labelling.services.labels_io import labels_import
+    from labelstudio_lite.labelling.services.label_import import labels_import
 
     folder.mkdir(parents=True, exist_ok=True)
     path = write_csv(folder / name, ["question_id", "claim_index", "label", "annotator", "rationale"],

@@ -171,7 +171,7 @@ def test_the_campaign_oversamples_the_judges_rare_unsupported_verdict(oversample
 
     unsupported = sum(s["sampled"] for s in campaign.strata if not s["judge_supported"])
     assert unsupported >= 50 > 0.1 * 200
-    assert judge_report(campaign)["oversampled"] is True
+    assert judge_report(campaign).as_dict()["oversampled"] is True
 
 
 def test_the_reports_corrected_block_weights_each_stratum_by_its_population(oversampled, db):
@@ -191,7 +191,7 @@ def test_the_reports_corrected_block_weights_each_stratum_by_its_population(over
         estimate += s["available"] * passed / len(qids)
     run_passes = sum(judge_of(i) for i in range(RUN_SIZE))
 
-    corrected = judge_report(campaign)["corrected"]
+    corrected = judge_report(campaign).as_dict()["corrected"]
 
     assert corrected["run_items"] == RUN_SIZE
     assert corrected["raw"] == pytest.approx(run_passes / RUN_SIZE) == pytest.approx(0.9)
@@ -212,14 +212,14 @@ def test_the_unweighted_sample_would_have_given_another_answer(oversampled, db):
     naive_se_num = sum(1 for q, j in items if j and human_of(int(q[1:])))
     naive_se = naive_se_num / sum(1 for q, _ in items if human_of(int(q[1:])))
 
-    corrected = judge_report(campaign)["corrected"]
+    corrected = judge_report(campaign).as_dict()["corrected"]
 
     assert corrected["sensitivity"] > naive_se + 0.02
 
 
 def test_the_report_page_shows_the_corrected_rate_beside_the_judges_raw_rate(oversampled, db, owner_client):
     campaign = Campaign.objects.get(pk=oversampled)
-    corrected = judge_report(campaign)["corrected"]
+    corrected = judge_report(campaign).as_dict()["corrected"]
 
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
 

@@ -12,8 +12,10 @@ from django.urls import reverse
 
 from labelstudio_lite.labelling.models import Campaign, CampaignAnnotator, ExportRecord, Item, RemeasurementView
 from labelstudio_lite.labelling.services.campaigns import CampaignError, campaign_create, campaign_fresh_heldout
-from labelstudio_lite.labelling.services.examples import disagreements_export, verdicts_import
-from labelstudio_lite.labelling.services.judge_report import RemeasureRefused, judge_report, remeasure
+from labelstudio_lite.labelling.services.exports import disagreements_export
+from labelstudio_lite.labelling.services.judge_report import judge_report
+from labelstudio_lite.labelling.services.remeasure import RemeasureRefused, remeasure
+from labelstudio_lite.labelling.services.verdicts import verdicts_import
 
 from .conftest import (
     TUNED_JUDGE,
@@ -44,7 +46,8 @@ def shared(django_db_setup, django_db_blocker, tmp_path_factory):
         path = write_jsonl(folder / "tuned.verdicts.jsonl", [
             {"question_id": qid, "supported": tuned_verdict(case, qid), "rationale": f"tuned says so for {qid}"} for qid in sorted(case.human)
         ])
-        verdict_set, created, _ = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+        result = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+        verdict_set, created = result.verdict_set, result.created
         assert created
         yield case, campaign.pk, verdict_set.pk
 
@@ -118,7 +121,7 @@ def test_disagreement_exports_never_count_as_leakage(campaign):
     disagreements_export(campaign=campaign, fmt="jsonl")
     disagreements_export(campaign=campaign, fmt="csv")
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
     assert report["leakage"] == {"leaked_exports": [], "leaked_items": 0}
     assert not any(w.startswith("Leakage") for w in report["warnings"])
 
@@ -146,7 +149,7 @@ def test_after_a_label_export_the_report_warns_that_held_out_items_leaked(owner_
     disagreements_export(campaign=campaign, fmt="jsonl")  # v1, clean
     owner_client.get(reverse("labelling:export", args=[campaign.name, "jsonl"]))  # v2, every label
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     assert report["leakage"]["leaked_items"] == heldout
     assert [(e["version"], e["kind"], e["items"]) for e in report["leakage"]["leaked_exports"]] == [(2, "labels", heldout)]
@@ -168,7 +171,7 @@ def test_the_report_page_shows_the_leakage_warning(owner_client, campaign):
 
 def test_re_measuring_on_the_tuning_split_is_refused_with_the_reason(campaign, verdict_set, owner):
     with pytest.raises(RemeasureRefused, match="tuning split is refused.*overstate the improvement.*held-out split"):
-        remeasure(campaign, verdict_set, split="tuning", viewer=owner)
+        remeasure(campaign=campaign, verdict_set=verdict_set, split="tuning", viewer=owner)
     assert not RemeasurementView.objects.filter(campaign=campaign).exists()
 
 
@@ -200,7 +203,7 @@ def test_re_measurement_compares_old_and_new_judge_paired_on_the_same_held_out_i
     old_pairs = [(case.human[q], case.judge[q]) for q in heldout]
     new_pairs = [(case.human[q], int(tuned_verdict(case, q))) for q in heldout]
 
-    result = remeasure(campaign, verdict_set)
+    result = remeasure(campaign=campaign, verdict_set=verdict_set).as_dict()
 
     assert result["split"] == "heldout" and result["n"] == len(heldout) == result["old"]["n"] == result["new"]["n"]
     assert result["heldout_items_without_new_verdicts"] == 0
@@ -222,7 +225,7 @@ def test_the_change_in_agreement_has_a_paired_bootstrap_interval(case, campaign,
     heldout = sorted(q for q in case.human if splits[q] == "heldout")
     diffs = np.array([float(case.human[q] == int(tuned_verdict(case, q))) - float(case.human[q] == case.judge[q]) for q in heldout])
 
-    change = remeasure(campaign, verdict_set)["change_in_agreement"]
+    change = remeasure(campaign=campaign, verdict_set=verdict_set).as_dict()["change_in_agreement"]
 
     assert change["n"] == len(heldout)
     assert change["mean"] == pytest.approx(diffs.mean())
@@ -238,10 +241,11 @@ def test_only_held_out_items_the_new_judge_scored_are_paired(case, campaign, tmp
     splits = split_of(campaign)
     heldout = sorted(q for q in case.human if splits[q] == "heldout")
     path = write_jsonl(tmp_path / "partial.jsonl", [{"question_id": q, "supported": True} for q in heldout[5:]])
-    partial, _, message = verdicts_import(campaign=campaign, path=path, judge_config={**TUNED_JUDGE, "temperature": 0.5})
+    result = verdicts_import(campaign=campaign, path=path, judge_config={**TUNED_JUDGE, "temperature": 0.5})
+    partial, message = result.verdict_set, result.message
     assert f"({len(heldout) - 5} of {len(heldout)} held-out items covered)" in message
 
-    result = remeasure(campaign, partial)
+    result = remeasure(campaign=campaign, verdict_set=partial).as_dict()
 
     assert result["n"] == len(heldout) - 5
     assert result["heldout_items_without_new_verdicts"] == 5
@@ -253,7 +257,7 @@ def test_verdicts_of_another_campaign_are_refused(case, campaign, verdict_set, t
     other = campaign_create(run=case.run, name="other", unit="answer", size=200, heldout_fraction=0.5)
 
     with pytest.raises(RemeasureRefused, match="another campaign"):
-        remeasure(other, verdict_set)
+        remeasure(campaign=other, verdict_set=verdict_set)
 
 
 def test_the_remeasure_page_shows_both_judges_and_records_that_the_owner_looked(owner_client, owner, campaign, verdict_set):
@@ -272,7 +276,7 @@ def test_the_remeasure_api_gives_the_same_numbers_and_records_the_view(owner_cli
 
     assert response.status_code == 200
     body = response.json()
-    expected = remeasure(campaign, verdict_set)
+    expected = remeasure(campaign=campaign, verdict_set=verdict_set).as_dict()
     assert body["n"] == expected["n"]
     assert body["change_in_agreement"] == pytest.approx(expected["change_in_agreement"])
     assert body["old"]["kappa"] == pytest.approx(expected["old"]["kappa"]) and body["new"]["kappa"] == pytest.approx(expected["new"]["kappa"])
@@ -280,7 +284,7 @@ def test_the_remeasure_api_gives_the_same_numbers_and_records_the_view(owner_cli
 
 
 def test_the_report_of_the_new_judges_verdicts_uses_them_on_every_item(case, campaign, verdict_set):
-    report = judge_report(campaign, verdict_set=verdict_set)
+    report = judge_report(campaign, verdict_set=verdict_set).as_dict()
 
     pairs = [(case.human[q], int(tuned_verdict(case, q))) for q in case.human]
     assert report["judge"]["source"] == "imported verdicts"
@@ -295,13 +299,13 @@ def test_the_report_of_the_new_judges_verdicts_uses_them_on_every_item(case, cam
 
 
 def test_after_a_viewed_re_measurement_and_a_new_export_the_held_out_split_is_spent(owner_client, campaign, verdict_set):
-    assert judge_report(campaign)["heldout_spent"] is None
+    assert judge_report(campaign).as_dict()["heldout_spent"] is None
     owner_client.get(reverse("labelling:remeasure", args=[campaign.name]), {"verdicts": verdict_set.pk})
-    assert judge_report(campaign)["heldout_spent"] is None, "looking alone does not spend the split"
+    assert judge_report(campaign).as_dict()["heldout_spent"] is None, "looking alone does not spend the split"
 
     record = disagreements_export(campaign=campaign, fmt="chat", verdict_set=verdict_set)
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
     spent = report["heldout_spent"]
     assert spent["export_version"] == record.version
     assert spent["message"].startswith("The held-out split is spent: a re-measurement on it was looked at on ")
@@ -312,23 +316,23 @@ def test_after_a_viewed_re_measurement_and_a_new_export_the_held_out_split_is_sp
 
 def test_an_export_made_before_the_re_measurement_was_viewed_does_not_spend_the_split(owner, campaign, verdict_set):
     disagreements_export(campaign=campaign, fmt="jsonl")
-    remeasure(campaign, verdict_set, viewer=owner)
+    remeasure(campaign=campaign, verdict_set=verdict_set, viewer=owner)
 
-    assert judge_report(campaign)["heldout_spent"] is None
+    assert judge_report(campaign).as_dict()["heldout_spent"] is None
 
 
 def test_a_label_export_after_the_re_measurement_does_not_spend_the_split(owner_client, owner, campaign, verdict_set):
-    remeasure(campaign, verdict_set, viewer=owner)
+    remeasure(campaign=campaign, verdict_set=verdict_set, viewer=owner)
     owner_client.get(reverse("labelling:export", args=[campaign.name, "csv"]))
 
-    assert judge_report(campaign)["heldout_spent"] is None
+    assert judge_report(campaign).as_dict()["heldout_spent"] is None
 
 
 def test_the_report_page_offers_a_fresh_held_out_sample_once_the_split_is_spent(owner_client, owner, campaign, verdict_set):
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
     assert "Sample a fresh held-out set" not in page
 
-    remeasure(campaign, verdict_set, viewer=owner)
+    remeasure(campaign=campaign, verdict_set=verdict_set, viewer=owner)
     owner_client.post(reverse("labelling:export-create", args=[campaign.name]), {"format": "jsonl", "seed": 7})
 
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
@@ -391,7 +395,7 @@ def test_the_corrected_rate_of_a_fresh_held_out_campaign_is_about_the_whole_run(
     people = [(q, word(int(q[1:]) % 4 != 0 and int(q[1:]) % 9 != 0)) for q in qids]
     import_labels(tmp_path, fresh, [(q, None, v, rater, "") for q, v in people for rater in ("r1", "r2")])  # overlap 2
 
-    report = judge_report(fresh)
+    report = judge_report(fresh).as_dict()
     corrected = report["corrected"]
 
     assert report["overall"]["n"] == 30

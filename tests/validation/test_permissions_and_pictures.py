@@ -12,8 +12,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from labelstudio_lite.labelling.models import Campaign, ExportRecord, RemeasurementView, VerdictSet
-from labelstudio_lite.labelling.services.examples import disagreements_export, verdicts_import
+from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.judge_report import judge_report
+from labelstudio_lite.labelling.services.verdicts import verdicts_import
 
 from .conftest import TUNED_JUDGE, build_spec_case, create_spec_campaign, module_data, shared_owner, write_jsonl
 
@@ -26,7 +27,8 @@ def shared(django_db_setup, django_db_blocker, tmp_path_factory):
         case = build_spec_case(folder)
         campaign = create_spec_campaign(case, "spec-perm", folder, heldout_fraction=0.3, user=shared_owner())
         path = write_jsonl(folder / "tuned.jsonl", [{"question_id": q, "supported": True} for q in sorted(case.human)])
-        verdict_set, _, _ = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+        result = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+        verdict_set = result.verdict_set
         disagreements_export(campaign=campaign, fmt="jsonl")
         yield campaign.pk, verdict_set.pk
 
@@ -159,7 +161,7 @@ def test_the_report_page_draws_the_confusion_matrix_as_a_heat_map(owner_client, 
 
 
 def test_the_report_page_plots_kappa_and_the_miss_rate_per_slice_with_intervals(owner_client, campaign):
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
 

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from labelstudio_lite.labelling.models import Campaign, ExportRecord
-from labelstudio_lite.labelling.services.examples import disagreements_export
+from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.judge_report import judge_report
 
 from .conftest import build_spec_case, create_spec_campaign, module_data, shared_owner
@@ -59,9 +59,25 @@ def test_the_api_gives_the_report_as_json(owner_client, campaign):
 
     assert response.status_code == 200
     body = response.json()
-    assert body == json.loads(json.dumps(judge_report(campaign), default=str))
+    assert body == json.loads(json.dumps(judge_report(campaign).as_dict(), default=str))
     assert body["overall"]["agreement"] == 0.85 and round(body["overall"]["kappa"], 3) == 0.559
     assert body["overall"]["miss_sentence"] == "the judge passed 22 of the 50 answers people found unsupported"
+
+
+def test_the_json_report_keeps_its_keys(campaign):
+    report = judge_report(campaign).as_dict()
+
+    assert list(report) == ["campaign", "run", "eval_set", "unit", "unit_word", "question", "metric", "judge", "thresholds", "verdict",
+                            "warnings", "statuses", "overall", "slices", "oversampled", "leakage", "heldout_spent", "corrected"]
+    assert list(report["overall"]) == [
+        "n", "agreement", "kappa", "kappa_low", "kappa_high", "kappa_undefined", "confusion", "people_unsupported_rate",
+        "judge_unsupported_rate", "failures", "caught", "missed", "miss_rate", "miss_low", "miss_high", "miss_sentence",
+        "prevalence_sentence", "false_fails", "false_fail_rate", "false_fail_low", "false_fail_high",
+    ]
+    assert all(list(s) == ["slice", *report["overall"]] for s in report["slices"])
+    assert list(report["judge"]) == ["model", "model_version", "prompt_hash", "config_hash", "source"]
+    assert list(report["verdict"]) == ["fit", "line"] and list(report["thresholds"]) == ["kappa", "miss_rate"]
+    assert list(report["corrected"]) == ["raw", "corrected", "low", "high", "sensitivity", "specificity", "note", "run_items", "iterations"]
 
 
 def test_the_cli_json_is_the_same_report_as_the_api(owner_client, campaign):
@@ -94,7 +110,7 @@ def test_the_page_shows_the_same_verdict_agreement_kappa_and_miss_sentence_as_th
 
 
 def test_the_page_tables_hold_the_confusion_and_the_slices_of_the_json(owner_client, campaign):
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
 

@@ -14,8 +14,9 @@ from statsmodels.stats.proportion import proportion_confint
 from evalcore.engine.judge import kappa_bootstrap
 from labelstudio_lite.labelling.models import Campaign, Item
 from labelstudio_lite.labelling.services.campaigns import campaign_create
-from labelstudio_lite.labelling.services.examples import disagreements_export, verdicts_import
+from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.judge_report import judge_report
+from labelstudio_lite.labelling.services.verdicts import verdicts_import
 
 from .conftest import (
     TUNED_JUDGE,
@@ -87,7 +88,7 @@ def test_each_slice_matches_a_manual_computation_on_its_own_pairs(spec, db):
     for qid, h in case.human.items():
         by_slice[case.built.qtype[qid]].append((h, case.judge[qid]))
 
-    slices = judge_report(campaign)["slices"]
+    slices = judge_report(campaign).as_dict()["slices"]
 
     assert [s["slice"] for s in slices] == sorted(TYPES)
     assert sum(s["n"] for s in slices) == 200
@@ -101,7 +102,7 @@ def test_the_overall_numbers_match_the_same_manual_computation(spec, db):
     case, pk = spec
     campaign = Campaign.objects.get(pk=pk)
 
-    overall = judge_report(campaign)["overall"]
+    overall = judge_report(campaign).as_dict()["overall"]
 
     assert_stats_match(overall, manual_stats([(case.human[q], case.judge[q]) for q in case.human]), campaign.seed)
 
@@ -120,7 +121,7 @@ def test_a_slice_where_the_judge_collapses_shows_up_although_the_aggregate_holds
     campaign = campaign_create(run=built.run, name="collapse", unit="answer", size=240, heldout_fraction=0.0)
     import_labels(tmp_path, campaign, [(qid_of(i), None, word(h), "r1", "") for i, h in enumerate(human)])
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     slices = {s["slice"]: s for s in report["slices"]}
     assert slices["policy"]["miss_rate"] == 0 and slices["policy"]["kappa"] == pytest.approx(1.0)
@@ -163,7 +164,7 @@ def claim_campaign(claims, db):
 
 
 def test_a_claim_campaign_reports_at_claim_level(claim_campaign):
-    report = judge_report(claim_campaign)
+    report = judge_report(claim_campaign).as_dict()
 
     assert report["unit"] == "claim" and report["unit_word"] == "claims"
     expected = manual_stats([(int(human_claim(i, c)), int(judge_claim(i, c))) for i in range(ANSWERS) for c in range(CLAIMS)])
@@ -173,7 +174,7 @@ def test_a_claim_campaign_reports_at_claim_level(claim_campaign):
 
 
 def test_a_claim_campaign_rolls_up_to_answers_unsupported_if_any_claim_is(claim_campaign):
-    report = judge_report(claim_campaign)
+    report = judge_report(claim_campaign).as_dict()
 
     expected = manual_stats([
         (int(all(human_claim(i, c) for c in range(CLAIMS))), int(all(judge_claim(i, c) for c in range(CLAIMS)))) for i in range(ANSWERS)
@@ -190,7 +191,7 @@ def test_the_roll_up_uses_only_the_labelled_claims_of_an_answer(claims, db, tmp_
     labelled = [(i, c) for i in range(ANSWERS) for c in range(CLAIMS) if c < 2]  # the third claim of every answer stays unlabelled
     import_labels(tmp_path, campaign, [(qid_of(i), c, word(human_claim(i, c)), "r1", "") for i, c in labelled])
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     expected = manual_stats([
         (int(human_claim(i, 0) and human_claim(i, 1)), int(judge_claim(i, 0) and judge_claim(i, 1))) for i in range(ANSWERS)
@@ -202,11 +203,11 @@ def test_the_roll_up_uses_only_the_labelled_claims_of_an_answer(claims, db, tmp_
 
 
 def test_an_answer_campaign_has_no_roll_up(spec, db):
-    assert "answers" not in judge_report(Campaign.objects.get(pk=spec[1]))
+    assert "answers" not in judge_report(Campaign.objects.get(pk=spec[1])).as_dict()
 
 
 def test_the_report_page_of_a_claim_campaign_shows_the_roll_up(claim_campaign, owner_client):
-    report = judge_report(claim_campaign)
+    report = judge_report(claim_campaign).as_dict()
 
     page = owner_client.get(reverse("labelling:report", args=[claim_campaign.name])).content.decode()
 
@@ -240,9 +241,10 @@ def test_claim_verdicts_are_imported_by_question_and_claim_index(claim_campaign,
     path = write_jsonl(tmp_path / "claims.verdicts.jsonl", [
         {"question_id": qid_of(i), "claim_index": c, "supported": human_claim(i, c)} for i in range(ANSWERS) for c in range(CLAIMS)
     ])
-    verdict_set, created, _ = verdicts_import(campaign=claim_campaign, path=path, judge_config=TUNED_JUDGE)
+    result = verdicts_import(campaign=claim_campaign, path=path, judge_config=TUNED_JUDGE)
+    verdict_set, created = result.verdict_set, result.created
 
     assert created and verdict_set.verdicts.count() == ANSWERS * CLAIMS
     item = Item.objects.get(campaign=claim_campaign, row__question__qid=qid_of(4), claim_index=2)
     assert verdict_set.verdicts.get(item=item).supported is human_claim(4, 2)
-    assert judge_report(claim_campaign, verdict_set=verdict_set)["overall"]["agreement"] == 1.0
+    assert judge_report(claim_campaign, verdict_set=verdict_set).as_dict()["overall"]["agreement"] == 1.0

@@ -13,8 +13,8 @@ from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.proportion import proportion_confint
 
 from labelstudio_lite.labelling.models import Campaign, ExportRecord, Item
-from labelstudio_lite.labelling.services.examples import (
-    CSV_FIELDS,
+from labelstudio_lite.labelling.services.exports import (
+    DISAGREEMENT_FIELDS,
     ExportError,
     disagreement_examples,
     disagreements_export,
@@ -66,7 +66,7 @@ def test_the_campaign_takes_every_one_of_the_200_answers_and_holds_none_out(camp
 
 
 def test_the_report_reproduces_the_spec_table_agreement_and_kappa(campaign):
-    o = judge_report(campaign)["overall"]
+    o = judge_report(campaign).as_dict()["overall"]
 
     assert o["n"] == 200
     assert round(o["agreement"], 3) == 0.850
@@ -79,14 +79,14 @@ def test_the_report_reproduces_the_spec_table_agreement_and_kappa(campaign):
 
 
 def test_the_miss_rate_is_stated_in_words_as_22_of_the_50_unsupported_answers(campaign):
-    o = judge_report(campaign)["overall"]
+    o = judge_report(campaign).as_dict()["overall"]
 
     assert o["miss_sentence"] == "the judge passed 22 of the 50 answers people found unsupported"
     assert o["miss_rate"] == pytest.approx(0.44)
 
 
 def test_the_judge_flags_18_percent_as_unsupported_against_a_true_25_percent(campaign):
-    o = judge_report(campaign)["overall"]
+    o = judge_report(campaign).as_dict()["overall"]
 
     assert o["judge_unsupported_rate"] == pytest.approx(0.18)
     assert o["people_unsupported_rate"] == pytest.approx(0.25)
@@ -94,7 +94,7 @@ def test_the_judge_flags_18_percent_as_unsupported_against_a_true_25_percent(cam
 
 
 def test_the_verdict_line_says_the_spec_judge_is_not_fit_to_gate(campaign):
-    verdict = judge_report(campaign)["verdict"]
+    verdict = judge_report(campaign).as_dict()["verdict"]
 
     assert verdict["fit"] is False
     assert verdict["line"].startswith("VERDICT: not fit to gate: misses 44 % of unsupported answers (22 of 50")
@@ -105,7 +105,7 @@ def test_the_verdict_follows_the_thresholds_the_owner_sets(campaign):
     campaign.fit_kappa, campaign.fit_miss_rate = 0.5, 0.5
     campaign.save(update_fields=["fit_kappa", "fit_miss_rate"])
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     assert report["thresholds"] == {"kappa": 0.5, "miss_rate": 0.5}
     assert report["verdict"]["fit"] is True
@@ -113,7 +113,7 @@ def test_the_verdict_follows_the_thresholds_the_owner_sets(campaign):
 
 
 def test_kappas_bootstrap_interval_is_close_to_the_asymptotic_interval_of_statsmodels(campaign):
-    o = judge_report(campaign)["overall"]
+    o = judge_report(campaign).as_dict()["overall"]
     reference = cohens_kappa([[142, 8], [22, 28]])
 
     assert round(reference.kappa_low, 3) == 0.421 and round(reference.kappa_upp, 3) == 0.697
@@ -124,7 +124,7 @@ def test_kappas_bootstrap_interval_is_close_to_the_asymptotic_interval_of_statsm
 
 
 def test_the_miss_rate_interval_is_the_wilson_interval_of_statsmodels(campaign):
-    o = judge_report(campaign)["overall"]
+    o = judge_report(campaign).as_dict()["overall"]
     low, high = proportion_confint(22, 50, method="wilson")
 
     assert o["miss_low"] == pytest.approx(low, abs=1e-9)
@@ -132,7 +132,7 @@ def test_the_miss_rate_interval_is_the_wilson_interval_of_statsmodels(campaign):
 
 
 def test_the_report_carries_no_warning_for_the_spec_campaign(campaign):
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     assert report["warnings"] == []
     assert report["statuses"] == {"agreed": 200}
@@ -141,7 +141,7 @@ def test_the_report_carries_no_warning_for_the_spec_campaign(campaign):
 
 
 def test_the_corrected_pass_rate_recovers_the_true_75_percent_from_the_judges_82(campaign):
-    corrected = judge_report(campaign)["corrected"]
+    corrected = judge_report(campaign).as_dict()["corrected"]
 
     assert corrected["raw"] == pytest.approx(0.82)  # 164 of 200 passed by the judge
     assert corrected["sensitivity"] == pytest.approx(142 / 150)
@@ -225,7 +225,7 @@ def test_the_csv_export_holds_the_same_30_items_with_every_column(case, campaign
     record = disagreements_export(campaign=campaign, fmt="csv")
     rows = list(csv.DictReader(io.StringIO(record.content)))
 
-    assert list(rows[0].keys()) == CSV_FIELDS
+    assert list(rows[0].keys()) == DISAGREEMENT_FIELDS
     assert len(rows) == 30
     assert {r["question_id"] for r in rows} == case.qids("false_pass") | case.qids("false_fail")
     for r in rows:

@@ -15,7 +15,7 @@ from evalcore.models import Job
 from evalcore.services.problems import ImportFailed
 from labelstudio_lite.labelling.jobs import IMPORT_VERDICTS
 from labelstudio_lite.labelling.models import Campaign, Verdict, VerdictSet
-from labelstudio_lite.labelling.services.examples import verdicts_import
+from labelstudio_lite.labelling.services.verdicts import verdicts_import
 
 from .conftest import (
     JUDGE,
@@ -72,7 +72,8 @@ def nothing_imported() -> bool:
 def test_verdicts_are_imported_for_every_item_with_their_rationales(case, campaign, owner, tmp_path):
     path = write_jsonl(tmp_path / "tuned.jsonl", good_records(case))
 
-    verdict_set, created, message = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE, user=owner)
+    result = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE, user=owner)
+    verdict_set, created, message = result.verdict_set, result.created, result.message
 
     assert created
     assert verdict_set.campaign == campaign and verdict_set.created_by == owner and verdict_set.source_name == "tuned.jsonl"
@@ -88,7 +89,8 @@ def test_verdicts_import_from_csv_too(case, campaign, tmp_path):
     path = write_csv(tmp_path / "tuned.csv", ["question_id", "supported", "rationale"],
                      [(r["question_id"], "true" if r["supported"] else "false", r["rationale"]) for r in good_records(case)])
 
-    verdict_set, created, _ = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+    result = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+    verdict_set, created = result.verdict_set, result.created
 
     assert created and verdict_set.verdicts.filter(supported=False).count() == 50
 
@@ -103,7 +105,7 @@ def test_a_bad_file_is_refused_whole_with_a_numbered_line_for_each_problem(case,
     assert problems == [(3, "question_id"), (5, "supported"), (7, "question_id")]
     text = str(caught.value)
     assert text.startswith("Nothing was imported: 3 problem(s)")
-    assert "bad.jsonl, line 3, field 'question_id': question 'q9999' is not an item of 'spec-verdicts'" in text
+    assert "bad.jsonl, line 3, field 'question_id': question 'q9999' is not an item of campaign 'spec-verdicts'" in text
     assert "bad.jsonl, line 5, field 'supported': must be true or false, got 'maybe'" in text
     assert "bad.jsonl, line 7, field 'question_id': this item already has a verdict on line 1" in text
     assert nothing_imported()
@@ -111,9 +113,11 @@ def test_a_bad_file_is_refused_whole_with_a_numbered_line_for_each_problem(case,
 
 def test_the_same_file_twice_imports_nothing_new(case, campaign, tmp_path):
     path = write_jsonl(tmp_path / "tuned.jsonl", good_records(case))
-    first, created, _ = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+    result = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+    first, created = result.verdict_set, result.created
 
-    again, created_again, message = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+    result = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+    again, created_again, message = result.verdict_set, result.created, result.message
 
     assert created and not created_again
     assert again == first
@@ -149,7 +153,8 @@ def test_an_empty_file_or_a_config_without_a_model_is_refused(campaign, tmp_path
 def test_an_answer_campaign_ignores_claim_indexes(case, campaign, tmp_path):
     path = write_jsonl(tmp_path / "with-index.jsonl", [{**r, "claim_index": 0} for r in good_records(case)])
 
-    verdict_set, created, _ = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+    result = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
+    verdict_set, created = result.verdict_set, result.created
 
     assert created and verdict_set.verdicts.count() == 200
 

@@ -61,7 +61,7 @@ def test_fewer_than_200_labelled_items_is_warned_about(make, tmp_path):
     campaign = make("few")
     import_labels(tmp_path, campaign, labels(range(N), "r1"))
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     assert report["overall"]["n"] == N
     assert "Only 60 labelled answers: the spec asks for at least 200 per judge metric, so the intervals are wide." in report["warnings"]
@@ -71,7 +71,7 @@ def test_few_items_of_the_failure_class_are_warned_about_with_the_miss_rates_int
     campaign = make("few-failures")
     import_labels(tmp_path, campaign, labels(range(N), "r1"))
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     o = report["overall"]
     failures = sum(1 for i in range(N) if not human_of(i))
@@ -89,7 +89,7 @@ def test_unresolved_conflicts_are_counted_warned_about_and_left_out(make, tmp_pa
     second = labels(range(N), "r2", value=lambda i: word(not human_of(i) if i in split else human_of(i)))
     import_labels(tmp_path, campaign, first + second)
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     assert report["statuses"] == {"agreed": N - len(split), "conflict": len(split)}
     assert report["overall"]["n"] == N - len(split)
@@ -102,18 +102,18 @@ def test_a_few_conflicts_are_reported_without_calling_them_many(make, tmp_path):
     campaign = make("one-conflict", overlap=2)
     import_labels(tmp_path, campaign, labels(range(N), "r1") + labels(range(N), "r2", value=lambda i: word(not human_of(i) if i == 9 else human_of(i))))
 
-    assert "1 answers have conflicting labels and are left out until adjudicated." in judge_report(campaign)["warnings"]
+    assert "1 answers have conflicting labels and are left out until adjudicated." in judge_report(campaign).as_dict()["warnings"]
 
 
 def test_an_adjudicated_conflict_counts_again_with_the_owners_label(make, tmp_path, owner):
     campaign = make("adjudicated", overlap=2)
     import_labels(tmp_path, campaign, labels(range(N), "r1") + labels(range(N), "r2", value=lambda i: word(not human_of(i) if i == 0 else human_of(i))))
     item = Item.objects.get(campaign=campaign, row__question__qid=qid_of(0))
-    before = judge_report(campaign)
+    before = judge_report(campaign).as_dict()
 
     adjudicate(campaign=campaign, item_id=item.pk, value="unsupported", user=owner)  # the judge said unsupported too
 
-    after = judge_report(campaign)
+    after = judge_report(campaign).as_dict()
     assert before["overall"]["n"] == N - 1
     assert after["overall"]["n"] == N
     assert after["statuses"] == {"agreed": N - 1, "adjudicated": 1}
@@ -126,7 +126,7 @@ def test_items_short_of_the_overlap_are_in_progress_and_left_out(make, tmp_path)
     half = range(N // 2)
     import_labels(tmp_path, campaign, labels(range(N), "r1") + labels(half, "r2"))
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     assert report["statuses"] == {"agreed": N // 2, "in_progress": N // 2}
     assert report["overall"]["n"] == N // 2
@@ -137,7 +137,7 @@ def test_unlabelled_items_count_as_in_progress(make, tmp_path):
     campaign = make("unlabelled")
     import_labels(tmp_path, campaign, labels(range(45), "r1"))
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     assert report["statuses"] == {"agreed": 45, "unlabelled": 15}
     assert report["overall"]["n"] == 45
@@ -148,7 +148,7 @@ def test_cant_tell_answers_are_not_votes(make, tmp_path):
     campaign = make("cant-tell")
     import_labels(tmp_path, campaign, labels(range(N), "r1", value=lambda i: "cant_tell" if i < 4 else word(human_of(i))))
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     assert report["overall"]["n"] == N - 4
     assert report["statuses"] == {"agreed": N - 4, "unlabelled": 4}
@@ -157,7 +157,7 @@ def test_cant_tell_answers_are_not_votes(make, tmp_path):
 def test_a_campaign_without_labels_says_there_is_nothing_to_judge_yet(make, owner_client):
     campaign = make("empty")
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     assert report["overall"] == {"n": 0}
     assert report["verdict"] == {"fit": None, "line": "VERDICT: not enough labels to judge: no labelled items yet"}
@@ -173,7 +173,7 @@ def test_when_people_found_nothing_unsupported_the_miss_rate_is_unknown(make, tm
     campaign = make("all-supported")
     import_labels(tmp_path, campaign, labels(range(N), "r1", value=lambda i: "supported"))
 
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
 
     assert report["overall"]["miss_sentence"] == "people found no answers unsupported"
     assert report["overall"]["miss_rate"] is None
@@ -184,7 +184,7 @@ def test_when_people_found_nothing_unsupported_the_miss_rate_is_unknown(make, tm
 def test_the_report_page_shows_every_warning(make, tmp_path, owner_client):
     campaign = make("page-warnings", overlap=2)
     import_labels(tmp_path, campaign, labels(range(N), "r1") + labels(range(40), "r2", value=lambda i: word(not human_of(i) if i < 5 else human_of(i))))
-    report = judge_report(campaign)
+    report = judge_report(campaign).as_dict()
     assert len(report["warnings"]) == 4  # too few, few failures, conflicts, in progress
 
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()

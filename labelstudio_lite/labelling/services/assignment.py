@@ -8,7 +8,10 @@ The rules:
 
 How: each item keeps ``slots_taken`` (its labels plus active leases), guarded by a check constraint
 ``slots_taken <= overlap``. A claim is a conditional ``UPDATE ... SET slots_taken = slots_taken + 1
-WHERE id = ? AND slots_taken < overlap``: if it changed no row, someone else got the last slot.
+WHERE id = ? AND slots_taken < overlap`` (``Item.objects.filter(pk=...).take_slot()``; the counter's
+other operations live beside it on the Item queryset): if it changed no row, someone else got the
+last slot. A lease is closed the same way (``Lease.objects.filter(pk=...).close(status=...)``
+changes the row only while it is active), so only one request gives its slot back.
 On PostgreSQL the candidate row is first locked with ``SELECT ... FOR UPDATE SKIP LOCKED``, so
 concurrent annotators skip each other's rows instead of queueing. On SQLite (the embedded mode)
 transactions take the write lock at BEGIN (``transaction_mode = IMMEDIATE``), so claims are
@@ -23,14 +26,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from evalcore.services.problems import UserFacingError
 
-from ..models import Assignment, Campaign, CampaignAnnotator, Item, Label
-
-RECENT_LABELS = 20
+from ..models import Campaign, CampaignAnnotator, Item, Label, Lease
 
 
 class LabellingError(UserFacingError):
@@ -50,7 +51,7 @@ class Served:
     """The item an annotator should label now, and their lease on it."""
 
     item: Item
-    assignment: Assignment
+    lease: Lease
 
 
 def _duration(seconds: int) -> str:
@@ -64,41 +65,40 @@ def _require_member(campaign: Campaign, user: Any) -> None:
         raise NotAssigned("You are not assigned to this campaign; ask its eval owner.")
 
 
-def release_expired(campaign: Campaign) -> int:
+def _check_value(value: str) -> None:
+    if value not in Label.Value.values:
+        raise LabellingError(f"a label is one of {', '.join(Label.Value.values)}, got {value!r}")
+
+
+def _close(*, lease_id: int, item_id: int, status: str) -> bool:
+    """Close an active lease and give its slot back; False if it was no longer active."""
+    if not Lease.objects.filter(pk=lease_id).close(status=status):
+        return False
+    Item.objects.filter(pk=item_id).give_back_slot()
+    return True
+
+
+def release_expired(*, campaign: Campaign) -> int:
     """Return expired leases of the campaign to the pool; return how many were released."""
-    now = timezone.now()
     expired = list(
-        Assignment.objects.filter(item__campaign=campaign, status=Assignment.Status.ACTIVE, expires_at__lt=now)
+        Lease.objects.active().filter(item__campaign=campaign, expires_at__lt=timezone.now())
         .order_by("pk").values_list("pk", "item_id")[:500]  # one lock order: no deadlock between releasers
     )
-    released = 0
-    for pk, item_id in expired:
-        # conditional: only the request that flips the status gives the slot back
-        if Assignment.objects.filter(pk=pk, status=Assignment.Status.ACTIVE).update(status=Assignment.Status.EXPIRED, closed_at=now):
-            Item.objects.filter(pk=item_id, slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1)
-            released += 1
-    return released
+    return sum(_close(lease_id=pk, item_id=item_id, status=Lease.Status.EXPIRED) for pk, item_id in expired)
 
 
 def release_leases_of(*, campaign: Campaign, user: Any) -> None:
+    """End every active lease the user holds in the campaign (their items go back to the pool)."""
     with transaction.atomic():
-        for assignment in Assignment.objects.filter(item__campaign=campaign, annotator=user, status=Assignment.Status.ACTIVE):
-            _close(assignment, Assignment.Status.EXPIRED)
-
-
-def _close(assignment: Assignment, status: str) -> bool:
-    """Close an active lease and give its slot back; False if it was no longer active."""
-    changed = Assignment.objects.filter(pk=assignment.pk, status=Assignment.Status.ACTIVE).update(status=status, closed_at=timezone.now())
-    if changed:
-        Item.objects.filter(pk=assignment.item_id, slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1)
-    return bool(changed)
+        for pk, item_id in Lease.objects.active().filter(item__campaign=campaign, annotator=user).values_list("pk", "item_id"):
+            _close(lease_id=pk, item_id=item_id, status=Lease.Status.EXPIRED)
 
 
 def _candidates(campaign: Campaign, user: Any, *, avoid_skipped: bool):
     mine = Label.objects.filter(item=OuterRef("pk"), annotator=user)
     items = Item.objects.filter(campaign=campaign, slots_taken__lt=F("overlap")).exclude(Exists(mine))
     if avoid_skipped:
-        skipped = Assignment.objects.filter(item=OuterRef("pk"), annotator=user, status=Assignment.Status.SKIPPED)
+        skipped = Lease.objects.filter(item=OuterRef("pk"), annotator=user, status=Lease.Status.SKIPPED)
         items = items.exclude(Exists(skipped))
     return items.order_by("position")
 
@@ -112,17 +112,17 @@ def next_item(*, campaign: Campaign, user: Any) -> Served | None:
     _require_member(campaign, user)
     now = timezone.now()
     with transaction.atomic():
-        release_expired(campaign)
+        release_expired(campaign=campaign)
         # the item comes with its row and question: the caller shows them, so no second query
         held = (
-            Assignment.objects.select_related("item__row__question")
-            .filter(item__campaign=campaign, annotator=user, status=Assignment.Status.ACTIVE)
+            Lease.objects.active().select_related("item__row__question")
+            .filter(item__campaign=campaign, annotator=user)
             .order_by("served_at")
             .first()
         )
         if held is not None:
             held.expires_at = now + timedelta(seconds=campaign.lease_seconds)
-            Assignment.objects.filter(pk=held.pk).update(expires_at=held.expires_at)
+            Lease.objects.filter(pk=held.pk).update(expires_at=held.expires_at)
             return Served(held.item, held)
         for avoid_skipped in (True, False):
             for _ in range(5):
@@ -136,13 +136,12 @@ def next_item(*, campaign: Campaign, user: Any) -> Served | None:
                     item = _candidates(campaign, user, avoid_skipped=avoid_skipped).select_for_update(of=("self",)).first()
                 if item is None:
                     break
-                claimed = Item.objects.filter(pk=item.pk, slots_taken__lt=F("overlap")).update(slots_taken=F("slots_taken") + 1)
-                if claimed:
-                    assignment = Assignment.objects.create(
+                if Item.objects.filter(pk=item.pk).take_slot():
+                    lease = Lease.objects.create(
                         item=item, annotator=user, served_at=now, expires_at=now + timedelta(seconds=campaign.lease_seconds)
                     )
                     item.slots_taken += 1
-                    return Served(item, assignment)
+                    return Served(item, lease)
     return None
 
 
@@ -160,8 +159,7 @@ def submit_label(
     Idempotent: a second submit of the same item (double click, retry, two tabs) returns the label
     already stored. A lease that expired is refused with a message, never silently accepted.
     """
-    if value not in Label.Value.values:
-        raise LabellingError(f"a label is one of {', '.join(Label.Value.values)}, got {value!r}")
+    _check_value(value)
     _require_member(campaign, user)
     rationale = (rationale or "").strip()[:5000]
     refused = False
@@ -169,21 +167,17 @@ def submit_label(
         existing = Label.objects.filter(item_id=item_id, item__campaign=campaign, annotator=user).first()
         if existing is not None:
             return existing
-        assignment = (
-            Assignment.objects.select_related("item")
-            .filter(item_id=item_id, item__campaign=campaign, annotator=user, status=Assignment.Status.ACTIVE)
-            .first()
-        )
+        lease = Lease.objects.active().filter(item_id=item_id, item__campaign=campaign, annotator=user).first()
         now = timezone.now()
-        if assignment is None or assignment.expires_at < now:
-            if assignment is not None:
+        if lease is None or lease.expires_at < now:
+            if lease is not None:
                 # an expired lease is closed (its slot back to the pool) and that is committed:
                 # the refusal is raised after the transaction, so it does not roll the release back
-                _close(assignment, Assignment.Status.EXPIRED)
+                _close(lease_id=lease.pk, item_id=lease.item_id, status=Lease.Status.EXPIRED)
             refused = True
         else:
-            Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.SUBMITTED, closed_at=now)
-            seconds = (now - assignment.served_at).total_seconds()
+            Lease.objects.filter(pk=lease.pk).update(status=Lease.Status.SUBMITTED, closed_at=now)
+            seconds = (now - lease.served_at).total_seconds()
             try:
                 with transaction.atomic():
                     label = Label.objects.create(
@@ -194,9 +188,9 @@ def submit_label(
                 return Label.objects.get(item_id=item_id, annotator=user)
             if value == Label.Value.CANT_TELL:
                 # can't-tell is recorded but is not a label: the slot goes back for someone else
-                Item.objects.filter(pk=item_id, slots_taken__gt=0).update(slots_taken=F("slots_taken") - 1)
+                Item.objects.filter(pk=item_id).give_back_slot()
             else:
-                Item.objects.filter(pk=item_id).update(label_count=F("label_count") + 1)
+                Item.objects.filter(pk=item_id).count_label()
     if refused:
         raise LeaseExpired(
             f"Your hold on this item ran out (after {_duration(campaign.lease_seconds)}) and it went back to the "
@@ -209,67 +203,29 @@ def skip_item(*, campaign: Campaign, user: Any, item_id: int) -> None:
     """Give the held item back to the pool; it returns to this annotator only when nothing else is left."""
     _require_member(campaign, user)
     with transaction.atomic():
-        assignment = Assignment.objects.filter(
-            item_id=item_id, item__campaign=campaign, annotator=user, status=Assignment.Status.ACTIVE
-        ).first()
-        if assignment is not None:
-            _close(assignment, Assignment.Status.SKIPPED)
-
-
-def recent_labels(*, campaign: Campaign, user: Any, limit: int = RECENT_LABELS) -> list[Label]:
-    """The annotator's own latest answers, newest first (for Back)."""
-    return list(
-        Label.objects.filter(item__campaign=campaign, annotator=user)
-        .select_related("item__row__question")
-        .order_by("-updated_at", "-pk")[:limit]
-    )
+        lease = Lease.objects.active().filter(item_id=item_id, item__campaign=campaign, annotator=user).first()
+        if lease is not None:
+            _close(lease_id=lease.pk, item_id=lease.item_id, status=Lease.Status.SKIPPED)
 
 
 def change_label(*, campaign: Campaign, user: Any, label_id: int, value: str, rationale: str | None = None) -> Label:
     """Change one of the annotator's own recent answers, keeping the overlap rule."""
-    if value not in Label.Value.values:
-        raise LabellingError(f"a label is one of {', '.join(Label.Value.values)}, got {value!r}")
+    _check_value(value)
     _require_member(campaign, user)
     with transaction.atomic():
         label = Label.objects.select_for_update().filter(pk=label_id, item__campaign=campaign, annotator=user).first()
         if label is None:
             raise LabellingError("That label is not one of yours in this campaign.")
         was_counted, now_counted = label.value != Label.Value.CANT_TELL, value != Label.Value.CANT_TELL
+        item = Item.objects.filter(pk=label.item_id)
         if now_counted and not was_counted:
-            taken = Item.objects.filter(pk=label.item_id, slots_taken__lt=F("overlap")).update(
-                slots_taken=F("slots_taken") + 1, label_count=F("label_count") + 1
-            )
-            if not taken:
+            if not item.take_labelled_slot():
                 raise LabellingError("Enough people have labelled this item meanwhile; your can't-tell stays.")
         elif was_counted and not now_counted:
-            Item.objects.filter(pk=label.item_id).update(slots_taken=F("slots_taken") - 1, label_count=F("label_count") - 1)
+            item.give_back_labelled_slot()
         label.value = value
         if rationale is not None:
             label.rationale = rationale.strip()[:5000]
         label.updated_at = timezone.now()
         label.save(update_fields=["value", "rationale", "updated_at"])
     return label
-
-
-@dataclass(frozen=True)
-class Share:
-    done: int
-    cant_tell: int
-    target: int
-    remaining_in_campaign: int
-
-
-def annotator_share(*, campaign: Campaign, user: Any) -> Share:
-    """The annotator's progress: labels given against their share of the campaign's label slots."""
-    # three queries (it runs on every labelling request): the annotator's labels, the items, the annotators
-    cant_tell = Q(value=Label.Value.CANT_TELL)
-    labels = Label.objects.filter(item__campaign=campaign, annotator=user).aggregate(
-        done=Count("pk", filter=~cant_tell), cant=Count("pk", filter=cant_tell)
-    )
-    done, cant = labels["done"], labels["cant"]
-    items = Item.objects.filter(campaign=campaign).aggregate(n=Count("pk"), open=Count("pk", filter=Q(label_count__lt=F("overlap"))))
-    n_items, open_slots = items["n"], items["open"]
-    n_annotators = max(1, CampaignAnnotator.objects.filter(campaign=campaign).count())
-    per_person = -(-n_items * campaign.overlap // n_annotators)
-    target = min(n_items, per_person)
-    return Share(done=done, cant_tell=cant, target=max(target, done), remaining_in_campaign=open_slots)

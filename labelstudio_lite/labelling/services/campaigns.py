@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,10 +13,12 @@ from django.db import transaction
 
 from evalcore.engine.sampling import stratified_allocation
 from evalcore.models import Row, Run
+from evalcore.services.names import InvalidName, check_name
 from evalcore.services.problems import UserFacingError
 from evalcore.services.summaries import slice_name
 
 from ..models import Campaign, CampaignAnnotator, Item
+from .assignment import release_leases_of
 
 MIN_RECOMMENDED = 200
 
@@ -135,13 +137,10 @@ def _create_items(campaign: Campaign, chosen: list[tuple[Candidate, str, float]]
 
 
 def _check_new_name(name: str) -> None:
-    from django.core.exceptions import ValidationError
-    from django.core.validators import validate_slug
-
     try:
-        validate_slug(name)
-    except ValidationError:
-        raise CampaignError(f"campaign name {name!r} may use only letters, digits, - and _") from None
+        check_name(name, what="campaign")
+    except InvalidName as error:
+        raise CampaignError(str(error)) from None
     if Campaign.objects.filter(name=name).exists():
         raise CampaignError(f"a campaign named {name!r} already exists; choose another name")
 
@@ -187,8 +186,12 @@ def campaign_create(
     lease_seconds: int | None = None,
     user: Any = None,
 ) -> Campaign:
-    """Create a campaign and its items in one transaction; the sample and splits never change."""
+    """Create a campaign and its items in one transaction; the sample and splits never change.
+
+    ``annotators`` are users or usernames; an unknown username is refused before anything is sampled.
+    """
     _check_new_name(name)
+    annotators = _users(annotators)
     if isinstance(overlap, bool) or not isinstance(overlap, int) or not 1 <= overlap <= 20:
         raise CampaignError(f"overlap is how many different annotators label each item (1 to 20), got {overlap!r}")
     plan = plan_campaign(run=run, unit=unit, size=size, seed=seed, heldout_fraction=heldout_fraction)
@@ -203,33 +206,41 @@ def campaign_create(
     return campaign
 
 
+def _users(users: Iterable[Any]) -> list[Any]:
+    """The users as given, usernames looked up (at once; unknown names are refused together)."""
+    users = list(users)
+    names = [u for u in users if isinstance(u, str)]
+    found = {u.username: u for u in get_user_model().objects.filter(username__in=names)} if names else {}
+    missing = sorted(set(names) - set(found))
+    if missing:
+        raise CampaignError(f"no such user(s): {', '.join(missing)}")
+    return [found[u] if isinstance(u, str) else u for u in users]
+
+
 def campaign_set_annotators(*, campaign: Campaign, users: Iterable[Any]) -> None:
-    """Assign annotators (adding only; labels already given stay)."""
-    User = get_user_model()
-    for user in users:
-        if isinstance(user, str):
-            found = User.objects.filter(username=user).first()
-            if found is None:
-                raise CampaignError(f"there is no user named {user!r}")
-            user = found
+    """Assign annotators, users or usernames (adding only; labels already given stay)."""
+    for user in _users(users):
         CampaignAnnotator.objects.get_or_create(campaign=campaign, user=user)
 
 
-def campaign_remove_annotator(*, campaign: Campaign, user: Any) -> None:
-    """Unassign an annotator; their labels stay, their active leases are released."""
-    from .assignment import release_leases_of
+def campaign_remove_annotator(*, campaign: Campaign, user: Any) -> Any:
+    """Unassign an annotator (a user or a username) and return the user; their labels stay, their active leases are released."""
+    (user,) = _users([user])
+    with transaction.atomic():
+        CampaignAnnotator.objects.filter(campaign=campaign, user=user).delete()
+        release_leases_of(campaign=campaign, user=user)
+    return user
 
-    CampaignAnnotator.objects.filter(campaign=campaign, user=user).delete()
-    release_leases_of(campaign=campaign, user=user)
 
-
-def annotators_for(names: Sequence[str]) -> list[Any]:
-    User = get_user_model()
-    users = list(User.objects.filter(username__in=names))
-    missing = set(names) - {u.username for u in users}
-    if missing:
-        raise CampaignError(f"no such user(s): {', '.join(sorted(missing))}")
-    return users
+def campaign_set_thresholds(*, campaign: Campaign, fit_kappa: float, fit_miss_rate: float) -> Campaign:
+    """Set when the judge report calls the judge fit to gate: kappa at least ``fit_kappa`` and a miss rate at most ``fit_miss_rate``."""
+    if isinstance(fit_kappa, bool) or not isinstance(fit_kappa, int | float) or not -1.0 <= fit_kappa <= 1.0:
+        raise CampaignError(f"the kappa threshold is a number from -1 to 1, got {fit_kappa!r}")
+    if isinstance(fit_miss_rate, bool) or not isinstance(fit_miss_rate, int | float) or not 0.0 <= fit_miss_rate <= 1.0:
+        raise CampaignError(f"the miss-rate threshold is a share from 0 to 1, got {fit_miss_rate!r}")
+    campaign.fit_kappa, campaign.fit_miss_rate = float(fit_kappa), float(fit_miss_rate)
+    campaign.save(update_fields=["fit_kappa", "fit_miss_rate"])
+    return campaign
 
 
 def campaign_fresh_heldout(*, campaign: Campaign, name: str, size: int, user: Any = None) -> Campaign:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
@@ -11,17 +11,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from ..access import campaign_for_labelling
 from ..forms import AnswerForm, ChangeLabelForm
-from ..models import Campaign, Label
-from ..selectors import blind_item, campaigns_for_annotator
-from ..services.assignment import (
-    LabellingError,
-    annotator_share,
-    change_label,
-    next_item,
-    recent_labels,
-    skip_item,
-    submit_label,
-)
+from ..models import Campaign
+from ..selectors import annotator_share, blind_item, campaigns_for_annotator, own_label, recent_labels
+from ..services.assignment import LabellingError, change_label, next_item, skip_item, submit_label
 
 
 @require_GET
@@ -92,10 +84,8 @@ def recent(request: HttpRequest, name: str) -> HttpResponse:
 def edit_label(request: HttpRequest, name: str, label_id: int) -> HttpResponse:
     """Reopen one of the annotator's own recent labels and change it."""
     campaign = campaign_for_labelling(request.user, name)
-    label = Label.objects.select_related("item__row__question").filter(pk=label_id, item__campaign=campaign, annotator=request.user).first()
+    label = own_label(campaign=campaign, user=request.user, label_id=label_id)
     if label is None:
-        from django.http import Http404
-
         raise Http404("That label is not one of yours.")
     error = ""
     if request.method == "POST":

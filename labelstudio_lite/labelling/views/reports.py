@@ -2,67 +2,25 @@
 
 from __future__ import annotations
 
-from django import forms
-from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalcore.charts import confusion_heatmap_svg, slice_intervals_svg
 from evalcore.services.problems import UserFacingError
-from evalcore.services.uploads import save_upload
 from labelstudio_lite.accounts.access import eval_owner_required
 
-from ..access import campaign_for_owner
+from ..access import campaign_for_owner, verdict_set_for
+from ..forms import ExportForm, FreshHeldoutForm, ThresholdForm, VerdictImportForm
 from ..jobs import VerdictImportParams, request_verdicts_import
-from ..models import ExportRecord, VerdictSet
-from ..services.campaigns import campaign_fresh_heldout
-from ..services.examples import FORMATS, disagreements_export
-from ..services.judge_report import judge_report, remeasure
-
-
-class ThresholdForm(forms.Form):
-    fit_kappa = forms.FloatField(min_value=-1.0, max_value=1.0, label="Kappa at least")
-    fit_miss_rate = forms.FloatField(min_value=0.0, max_value=1.0, label="Miss rate at most")
-
-
-class ExportForm(forms.Form):
-    format = forms.ChoiceField(choices=[(f, f) for f in FORMATS], initial="jsonl")
-    limit = forms.IntegerField(min_value=1, required=False)
-    balanced = forms.BooleanField(required=False, help_text="As many false passes as false fails.")
-    seed = forms.IntegerField(min_value=0, initial=7)
-
-
-class VerdictImportForm(forms.Form):
-    file = forms.FileField(help_text="CSV or JSON Lines: question_id, claim_index (claim campaigns), supported, rationale.")
-    judge_config = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), help_text="JSON: model, model_version, prompt, temperature, ...")
-
-    def clean_judge_config(self) -> dict:
-        import json
-
-        try:
-            data = json.loads(self.cleaned_data["judge_config"])
-        except json.JSONDecodeError as error:
-            raise forms.ValidationError(f"malformed JSON, line {error.lineno}: {error.msg}") from None
-        if not isinstance(data, dict):
-            raise forms.ValidationError("the judge config must be a JSON object")
-        return data
-
-
-class FreshHeldoutForm(forms.Form):
-    name = forms.SlugField(max_length=100)
-    size = forms.IntegerField(min_value=1, initial=200)
-
-
-def _verdict_set(campaign, request: HttpRequest) -> VerdictSet | None:
-    pk = request.GET.get("verdicts")
-    if not pk:
-        return None
-    verdict_set = VerdictSet.objects.select_related("judge_config").filter(pk=pk, campaign=campaign).first() if pk.isdigit() else None
-    if verdict_set is None:
-        raise Http404("No such verdict set in this campaign.")
-    return verdict_set
+from ..selectors import campaign_exports, disagreement_export, verdict_sets_of
+from ..services.campaigns import campaign_fresh_heldout, campaign_set_thresholds
+from ..services.exports import disagreements_export
+from ..services.judge_report import judge_report
+from ..services.remeasure import remeasure
+from .actions import Done, form_post, import_upload
+from .downloads import attachment
 
 
 @require_http_methods(["GET", "POST"])
@@ -70,25 +28,23 @@ def _verdict_set(campaign, request: HttpRequest) -> VerdictSet | None:
 def report_page(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
     if request.method == "POST":
-        form = ThresholdForm(request.POST)
-        if form.is_valid():
-            campaign.fit_kappa = form.cleaned_data["fit_kappa"]
-            campaign.fit_miss_rate = form.cleaned_data["fit_miss_rate"]
-            campaign.save(update_fields=["fit_kappa", "fit_miss_rate"])
-            messages.success(request, "Thresholds saved.")
-        else:
-            messages.error(request, "Thresholds: kappa between -1 and 1, miss rate between 0 and 1.")
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    verdict_set = _verdict_set(campaign, request)
+
+        def save(data: dict) -> Done:
+            campaign_set_thresholds(campaign=campaign, fit_kappa=data["fit_kappa"], fit_miss_rate=data["fit_miss_rate"])
+            return Done("Thresholds saved.")
+
+        return form_post(request, ThresholdForm(request.POST), back=reverse("labelling:report", args=[campaign.name]),
+                         invalid="Thresholds: kappa between -1 and 1, miss rate between 0 and 1.", run=save)
+    verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
     report = judge_report(campaign, verdict_set=verdict_set)
     context = {
         "campaign": campaign, "report": report, "verdict_set": verdict_set,
-        "verdict_sets": campaign.verdict_sets.select_related("judge_config"),
-        "heatmap": confusion_heatmap_svg(report["overall"]["confusion"]) if report["overall"].get("n") else "",
-        "slice_plot": slice_intervals_svg(report["slices"]) if report["slices"] else "",
+        "verdict_sets": verdict_sets_of(campaign),
+        "heatmap": confusion_heatmap_svg(report.overall.confusion.as_dict()) if report.overall.n else "",
+        "slice_plot": slice_intervals_svg([s.as_dict() for s in report.slices]) if report.slices else "",
         "threshold_form": ThresholdForm(initial={"fit_kappa": campaign.fit_kappa, "fit_miss_rate": campaign.fit_miss_rate}),
         "export_form": ExportForm(), "verdict_form": VerdictImportForm(), "fresh_form": FreshHeldoutForm(initial={"name": f"{campaign.name}-fresh"}),
-        "exports": campaign.exports.select_related("created_by", "judge_config").order_by("-version"),
+        "exports": campaign_exports(campaign),
     }
     return render(request, "labelling/report.html", context)
 
@@ -97,11 +53,11 @@ def report_page(request: HttpRequest, name: str) -> HttpResponse:
 @eval_owner_required
 def remeasure_page(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
-    verdict_set = _verdict_set(campaign, request)
+    verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
     if verdict_set is None:
         raise Http404("Choose the verdicts of a new judge config to re-measure.")
     try:
-        result = remeasure(campaign, verdict_set, split=request.GET.get("split", "heldout"), viewer=request.user)
+        result = remeasure(campaign=campaign, verdict_set=verdict_set, split=request.GET.get("split", "heldout"), viewer=request.user)
     except UserFacingError as error:
         return render(request, "labelling/remeasure.html", {"campaign": campaign, "verdict_set": verdict_set, "refused": str(error)}, status=400)
     return render(request, "labelling/remeasure.html", {"campaign": campaign, "verdict_set": verdict_set, "result": result})
@@ -111,67 +67,52 @@ def remeasure_page(request: HttpRequest, name: str) -> HttpResponse:
 @eval_owner_required
 def export_create(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
-    form = ExportForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Choose a format; the limit must be a positive number.")
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    data = form.cleaned_data
-    try:
+    verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
+    back = reverse("labelling:report", args=[campaign.name])
+
+    def export(data: dict) -> Done:
         record = disagreements_export(campaign=campaign, fmt=data["format"], limit=data["limit"], balanced=data["balanced"],
-                                      seed=data["seed"], verdict_set=_verdict_set(campaign, request), user=request.user)
-    except UserFacingError as error:
-        messages.error(request, str(error))
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    messages.success(request, f"Export v{record.version}: {len(record.item_ids)} examples from the tuning split.")
-    return redirect(reverse("labelling:report", args=[campaign.name]) + "#exports")
+                                      seed=data["seed"], verdict_set=verdict_set, user=request.user)
+        return Done(f"Export v{record.version}: {len(record.item_ids)} examples from the tuning split.", back + "#exports")
+
+    return form_post(request, ExportForm(request.POST), back=back, invalid="Choose a format; the limit must be a positive number.",
+                     run=export)
 
 
 @require_GET
 @eval_owner_required
 def export_download(request: HttpRequest, name: str, version: int) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
-    record = ExportRecord.objects.filter(campaign=campaign, version=version, kind=ExportRecord.Kind.DISAGREEMENTS).first()
+    record = disagreement_export(campaign, version)
     if record is None:
         raise Http404("No such export.")
     extension = "csv" if record.fmt == "csv" else "jsonl"
-    response = HttpResponse(record.content, content_type="text/csv" if record.fmt == "csv" else "application/x-ndjson")
-    response["Content-Disposition"] = f'attachment; filename="{campaign.name}-disagreements-v{record.version}-{record.fmt}.{extension}"'
-    return response
+    return attachment(record.content, fmt=record.fmt, filename=f"{campaign.name}-disagreements-v{record.version}-{record.fmt}.{extension}")
 
 
 @require_POST
 @eval_owner_required
 def verdicts_upload(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
-    form = VerdictImportForm(request.POST, request.FILES)
-    if not form.is_valid():
-        messages.error(request, "Verdicts: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    upload = form.cleaned_data["file"]
-    try:
-        job = request_verdicts_import(
-            params=VerdictImportParams(campaign=campaign.name, path=str(save_upload(upload)), display_name=upload.name,
-                                       judge_config=form.cleaned_data["judge_config"]),
+    return import_upload(
+        request, form=VerdictImportForm(request.POST, request.FILES), back=reverse("labelling:report", args=[campaign.name]),
+        invalid=lambda form: "Verdicts: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()),
+        start=lambda path, display_name, data: request_verdicts_import(
+            params=VerdictImportParams(campaign=campaign.name, path=path, display_name=display_name, judge_config=data["judge_config"]),
             user=request.user,
-        )
-    except UserFacingError as error:
-        messages.error(request, str(error))
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    return redirect(reverse("evalcore:job", args=[job.pk]))
+        ),
+    )
 
 
 @require_POST
 @eval_owner_required
 def fresh_heldout(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
-    form = FreshHeldoutForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Give the new campaign a name (letters, digits, - and _) and a size.")
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    try:
-        new = campaign_fresh_heldout(campaign=campaign, name=form.cleaned_data["name"], size=form.cleaned_data["size"], user=request.user)
-    except UserFacingError as error:
-        messages.error(request, str(error))
-        return redirect(reverse("labelling:report", args=[campaign.name]))
-    messages.success(request, f"Sampled a fresh held-out set: campaign {new.name} with {new.items.count()} items, none seen before.")
-    return redirect(reverse("labelling:campaign", args=[new.name]))
+
+    def sample(data: dict) -> Done:
+        new = campaign_fresh_heldout(campaign=campaign, name=data["name"], size=data["size"], user=request.user)
+        return Done(f"Sampled a fresh held-out set: campaign {new.name} with {new.items.count()} items, none seen before.",
+                    reverse("labelling:campaign", args=[new.name]))
+
+    return form_post(request, FreshHeldoutForm(request.POST), back=reverse("labelling:report", args=[campaign.name]),
+                     invalid="Give the new campaign a name (letters, digits, - and _) and a size.", run=sample)

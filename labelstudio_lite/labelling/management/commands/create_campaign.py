@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evalcore.selectors import run_by_ref
 from evalcore.services.problems import UserFacingError
 
-from ...services.campaigns import annotators_for, campaign_create
+from ...services.campaigns import campaign_create
 
 
 class Command(BaseCommand):
@@ -29,7 +29,7 @@ class Command(BaseCommand):
             campaign = campaign_create(
                 run=run, name=options["name"], unit=options["unit"], size=options["size"], heldout_fraction=options["heldout"],
                 overlap=options["overlap"], seed=options["seed"], guidance=options["guidance"],
-                annotators=annotators_for(options["annotator"]),
+                annotators=options["annotator"],
             )
         except UserFacingError as error:
             raise CommandError(str(error)) from None

@@ -6,8 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evalcore.services.problems import UserFacingError
 
-from ...models import Campaign, VerdictSet
-from ...services.examples import FORMATS, disagreements_export
+from ...services.exports import DISAGREEMENT_FORMATS, disagreements_export
+from ..lookups import campaign_or_fail, verdict_set_or_fail
 
 
 class Command(BaseCommand):
@@ -15,7 +15,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("campaign")
-        parser.add_argument("--format", choices=FORMATS, default="jsonl")
+        parser.add_argument("--format", choices=DISAGREEMENT_FORMATS, default="jsonl")
         parser.add_argument("--limit", type=int)
         parser.add_argument("--balanced", action="store_true", help="as many false passes as false fails")
         parser.add_argument("--seed", type=int, default=7)
@@ -23,12 +23,8 @@ class Command(BaseCommand):
         parser.add_argument("--output", type=Path, help="write to this file (default: standard output)")
 
     def handle(self, *args, **options):
-        campaign = Campaign.objects.filter(name=options["campaign"]).first()
-        if campaign is None:
-            raise CommandError(f"there is no campaign named {options['campaign']!r}")
-        verdict_set = VerdictSet.objects.filter(pk=options["verdicts"], campaign=campaign).first() if options["verdicts"] else None
-        if options["verdicts"] and verdict_set is None:
-            raise CommandError(f"campaign {campaign.name!r} has no verdict set {options['verdicts']}")
+        campaign = campaign_or_fail(options["campaign"])
+        verdict_set = verdict_set_or_fail(campaign, options["verdicts"])
         try:
             record = disagreements_export(campaign=campaign, fmt=options["format"], limit=options["limit"], balanced=options["balanced"],
                                           seed=options["seed"], verdict_set=verdict_set)

@@ -1,0 +1,36 @@
+"""export_labels CAMPAIGN --format csv|jsonl [--output FILE]: every label of a campaign, recorded as an export."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from evalcore.services.problems import UserFacingError
+
+from ...services.exports import LABEL_FILE_FORMATS, labels_export
+from ..lookups import campaign_or_fail
+
+
+class Command(BaseCommand):
+    help = ("Export every label of a campaign, held-out items included (the export is recorded: the judge report "
+            "warns that held-out labels left).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("campaign")
+        parser.add_argument("--format", choices=LABEL_FILE_FORMATS, default="csv")
+        parser.add_argument("--output", type=Path, help="write to this file (default: standard output)")
+
+    def handle(self, *args, **options):
+        campaign = campaign_or_fail(options["campaign"])
+        try:
+            export = labels_export(campaign=campaign, fmt=options["format"])
+        except UserFacingError as error:
+            raise CommandError(str(error)) from None
+        record = export.record
+        if options["output"]:
+            with options["output"].open("w", encoding="utf-8", newline="") as handle:
+                handle.writelines(export.lines())
+            self.stderr.write(f"export v{record.version}: labels of {len(record.item_ids)} items written to {options['output']}")
+        else:
+            for line in export.lines():
+                self.stdout.write(line, ending="")
+            self.stderr.write(f"export v{record.version}: labels of {len(record.item_ids)} items")

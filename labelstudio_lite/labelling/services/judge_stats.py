@@ -1,0 +1,226 @@
+"""The statistics of a judge against people's final labels, shared by the judge report and the re-measurement.
+
+People's final label (majority or adjudicated) and the judge's verdict on the same items make
+:class:`Pair`\\ s; :func:`core_stats` turns pairs into agreement, kappa with a bootstrap interval,
+the confusion table, each class's prevalence by people and by the judge, and the miss rate on the
+failure class (unsupported) with its interval and in words. :func:`corrected_pass_rate` corrects
+the run's judge pass rate for the judge's errors (Rogan-Gladen, weighted by the sampling strata).
+Numbers that are undefined (an empty class, a constant column) are None, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evalcore.engine import binary_agreement, proportion_interval
+from evalcore.engine.judge import Stratum, kappa_bootstrap
+from evalcore.engine.judge import corrected_pass_rate as engine_corrected_pass_rate
+
+from ..models import Campaign, Item
+from ..results import Result
+from ..selectors import final_labels
+from .campaigns import population, stratum_label
+
+ITERATIONS = 10_000
+SUPPORTED, UNSUPPORTED = 1, 0
+
+
+def finite(value: float | None) -> float | None:
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
+
+
+def pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.0f} %"
+
+
+def unit_word(campaign: Campaign) -> str:
+    return "claims" if campaign.unit == Campaign.Unit.CLAIM else "answers"
+
+
+@dataclass(frozen=True)
+class Pair:
+    item_id: int
+    row_id: int
+    claim_index: int | None
+    split: str
+    slice: str
+    stratum: str
+    human: int
+    judge: int
+
+
+def labelled_pairs(campaign: Campaign, verdicts: dict[int, bool], *, split: str | None = None) -> tuple[list[Pair], dict[str, int]]:
+    """Items with a final human label and a judge verdict, and how many items each final-label status holds."""
+    finals = final_labels(campaign)
+    statuses: dict[str, int] = defaultdict(int)
+    items = Item.objects.filter(campaign=campaign).values_list("pk", "row_id", "claim_index", "split", "row__question__qtype", "stratum")
+    if split:
+        items = items.filter(split=split)
+    pairs = []
+    for pk, row_id, claim_index, item_split, qtype, stratum in items:
+        final = finals[pk]
+        statuses[final.status] += 1
+        if final.value is None or pk not in verdicts:
+            continue
+        pairs.append(Pair(pk, row_id, claim_index, item_split, qtype or "(no type)", stratum,
+                          SUPPORTED if final.value == "supported" else UNSUPPORTED, SUPPORTED if verdicts[pk] else UNSUPPORTED))
+    return pairs, dict(statuses)
+
+
+def rollup_to_answers(pairs: Sequence[Pair]) -> list[Pair]:
+    """An answer is unsupported if any of its labelled claims is (by people; by the judge)."""
+    by_row: dict[int, list[Pair]] = defaultdict(list)
+    for p in pairs:
+        by_row[p.row_id].append(p)
+    out = []
+    for row_id, claims in by_row.items():
+        first = claims[0]
+        out.append(Pair(
+            first.item_id, row_id, None, first.split, first.slice, first.stratum,
+            SUPPORTED if all(c.human == SUPPORTED for c in claims) else UNSUPPORTED,
+            SUPPORTED if all(c.judge == SUPPORTED for c in claims) else UNSUPPORTED,
+        ))
+    return out
+
+
+@dataclass(frozen=True)
+class ConfusionRow(Result):
+    judge_supported: int
+    judge_unsupported: int
+
+
+@dataclass(frozen=True)
+class Confusion(Result):
+    """People's final labels in rows, the judge's verdicts in columns."""
+
+    people_supported: ConfusionRow
+    people_unsupported: ConfusionRow
+
+
+@dataclass(frozen=True)
+class CoreStats(Result):
+    """The judge against people on a set of items; with no items (``n == 0``) every number is None."""
+
+    n: int
+    agreement: float | None = None
+    kappa: float | None = None
+    kappa_low: float | None = None
+    kappa_high: float | None = None
+    kappa_undefined: str | None = None
+    confusion: Confusion | None = None
+    people_unsupported_rate: float | None = None
+    judge_unsupported_rate: float | None = None
+    failures: int = 0
+    caught: int = 0
+    missed: int = 0
+    miss_rate: float | None = None
+    miss_low: float | None = None
+    miss_high: float | None = None
+    miss_sentence: str = ""
+    prevalence_sentence: str = ""
+    false_fails: int = 0
+    false_fail_rate: float | None = None
+    false_fail_low: float | None = None
+    false_fail_high: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready; ``{"n": 0}`` alone when there are no items."""
+        return {"n": 0} if self.n == 0 else super().as_dict()
+
+
+def core_stats(pairs: Sequence[Pair], *, unit_word: str, seed: int = 7) -> CoreStats:
+    """Agreement, kappa (bootstrap interval), confusion, prevalences and the miss rate of the judge on these pairs."""
+    n = len(pairs)
+    if n == 0:
+        return CoreStats(n=0)
+    report = binary_agreement([p.human for p in pairs], [p.judge for p in pairs], failure_class=UNSUPPORTED,
+                              labels=(SUPPORTED, UNSUPPORTED))
+    table = [[report.counts[(SUPPORTED, SUPPORTED)], report.counts[(SUPPORTED, UNSUPPORTED)]],
+             [report.counts[(UNSUPPORTED, SUPPORTED)], report.counts[(UNSUPPORTED, UNSUPPORTED)]]]
+    kappa = kappa_bootstrap(table, iterations=ITERATIONS, seed=seed)
+    miss = report.miss_rate_interval
+    people_passed = int(sum(table[0]))
+    false_fail = proportion_interval(table[0][1], people_passed) if people_passed else None
+    return CoreStats(
+        n=n,
+        agreement=report.agreement,
+        kappa=finite(report.kappa),
+        kappa_low=finite(kappa.low),
+        kappa_high=finite(kappa.high),
+        kappa_undefined=report.kappa_undefined_reason,
+        confusion=Confusion(ConfusionRow(table[0][0], table[0][1]), ConfusionRow(table[1][0], table[1][1])),
+        people_unsupported_rate=report.reference_rate[UNSUPPORTED],
+        judge_unsupported_rate=report.predicted_rate[UNSUPPORTED],
+        failures=report.failures,
+        caught=report.caught,
+        missed=report.missed,
+        miss_rate=finite(report.miss_rate),
+        miss_low=miss.low if miss else None,
+        miss_high=miss.high if miss else None,
+        miss_sentence=(
+            f"the judge passed {report.missed} of the {report.failures} {unit_word} people found unsupported"
+            if report.failures else f"people found no {unit_word} unsupported"
+        ),
+        prevalence_sentence=(
+            f"the judge flags {pct(report.predicted_rate[UNSUPPORTED])} as unsupported against a true "
+            f"{pct(report.reference_rate[UNSUPPORTED])}"
+        ),
+        false_fails=table[0][1],
+        false_fail_rate=(table[0][1] / people_passed) if people_passed else None,
+        false_fail_low=false_fail.low if false_fail else None,
+        false_fail_high=false_fail.high if false_fail else None,
+    )
+
+
+@dataclass(frozen=True)
+class CorrectedPassRate(Result):
+    """The run's judge pass rate (``raw``) corrected for the judge's errors, with its interval."""
+
+    raw: float
+    corrected: float | None
+    low: float | None
+    high: float | None
+    sensitivity: float | None
+    specificity: float | None
+    note: str
+    run_items: int
+    iterations: int
+
+
+def corrected_pass_rate(campaign: Campaign, pairs: Sequence[Pair]) -> CorrectedPassRate | None:
+    """The run's judge pass rate corrected for its errors, from the campaign's strata and labels; None when it cannot be."""
+    available = {s["stratum"]: (s["available"], s["judge_supported"]) for s in campaign.strata}
+    if campaign.parent_id is not None:
+        # a fresh held-out sample's strata count only the items no earlier campaign took; the run holds them all
+        counts = Counter(c.stratum for c in population(campaign.run, campaign.unit))
+        available = {stratum_label(key): (n, key[1]) for key, n in counts.items()}
+    if not available:
+        return None
+    run_total = sum(a for a, _ in available.values())
+    run_passes = sum(a for a, passed in available.values() if passed)
+    by_stratum: dict[str, list[Pair]] = defaultdict(list)
+    for p in pairs:
+        by_stratum[p.stratum].append(p)
+    strata = []
+    for name, members in by_stratum.items():
+        if name not in available:
+            continue
+        total, judge_pass = available[name]
+        strata.append(Stratum(judge_pass=judge_pass, labelled=len(members), human_pass=sum(p.human for p in members),
+                              weight=total / len(members)))
+    if not strata:
+        return None
+    try:
+        rate = engine_corrected_pass_rate(run_passes=run_passes, run_total=run_total, strata=strata, iterations=ITERATIONS,
+                                          seed=campaign.seed)
+    except ValueError:
+        return None
+    return CorrectedPassRate(
+        raw=rate.raw, corrected=finite(rate.estimate), low=finite(rate.low), high=finite(rate.high),
+        sensitivity=finite(rate.sensitivity), specificity=finite(rate.specificity), note=rate.note,
+        run_items=run_total, iterations=rate.iterations,
+    )
