@@ -61,12 +61,13 @@ from .retrieval import (
     summarize_retrieval,
 )
 from .spans import Chunk, ChunkMap, Span, map_spans_to_chunks
+from .stratified import StratifiedAgreement, stratified_agreement
 
 __all__ = [
     "BLOCK", "BinaryAgreement", "BootstrapResult", "Chunk", "ChunkMap", "DEFAULT_MARGIN",
     "DEFAULT_RETRIEVAL_METRICS", "EncodedRetrieval", "GAINS", "GateDecision", "GateReport", "Interval",
     "KAPPA_UNDEFINED_REASON", "KappaEstimate", "PASS", "ProportionEstimate", "RETRIEVAL_METRICS",
-    "RETRIEVAL_REGISTRY", "REVIEW", "RetrievalMetric", "RetrievalSummary", "STATUSES", "SUPPORTED", "Span",
+    "RETRIEVAL_REGISTRY", "REVIEW", "RetrievalMetric", "RetrievalSummary", "STATUSES", "SUPPORTED", "Span", "StratifiedAgreement", "stratified_agreement",
     "UNSUPPORTED", "UndefinedMetricWarning", "binary_agreement", "cohen_kappa", "decide",
     "detectable_difference", "encode_retrieval", "gate", "gate_frame", "is_retrieval_metric",
     "kappa_interval", "kappa_standard_error", "map_spans_to_chunks", "metric_column", "ndcg_at_k",

@@ -5,6 +5,7 @@ and the judge tuned again, the split is spent and a fresh held-out sample is off
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -249,8 +250,15 @@ def test_only_held_out_items_the_new_judge_scored_are_paired(case, campaign, tmp
 
     assert result["n"] == len(heldout) - 5
     assert result["heldout_items_without_new_verdicts"] == 5
-    old = [(case.human[q], case.judge[q]) for q in heldout[5:]]
-    assert result["old"]["agreement"] == pytest.approx(sum(h == j for h, j in old) / len(old))
+    # the paired items cover the strata unevenly now: each stands for its stratum's run items
+    strata = dict(Item.objects.filter(campaign=campaign).values_list("row__question__qid", "stratum"))
+    available = {s["stratum"]: s["available"] for s in campaign.strata}
+    paired = Counter(strata[q] for q in heldout[5:])
+    weight = {name: available[name] / count for name, count in paired.items()}
+    agree = sum(weight[strata[q]] * (case.human[q] == case.judge[q]) for q in heldout[5:])
+    assert result["old"]["weighted"] is True
+    assert result["old"]["agreement"] == pytest.approx(agree / sum(available[name] for name in paired))
+    assert result["old"]["n"] == len(heldout) - 5 and result["old"]["failures"] == sum(1 for q in heldout[5:] if case.human[q] == 0)
 
 
 def test_verdicts_of_another_campaign_are_refused(case, campaign, verdict_set, tmp_path):

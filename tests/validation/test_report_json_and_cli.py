@@ -72,7 +72,7 @@ def test_the_json_report_keeps_its_keys(campaign):
     assert list(report["overall"]) == [
         "n", "agreement", "kappa", "kappa_low", "kappa_high", "kappa_undefined", "confusion", "people_unsupported_rate",
         "judge_unsupported_rate", "failures", "caught", "missed", "miss_rate", "miss_low", "miss_high", "miss_sentence",
-        "prevalence_sentence", "false_fails", "false_fail_rate", "false_fail_low", "false_fail_high",
+        "prevalence_sentence", "false_fails", "false_fail_rate", "false_fail_low", "false_fail_high", "weighted",
     ]
     assert all(list(s) == ["slice", *report["overall"]] for s in report["slices"])
     assert list(report["judge"]) == ["model", "model_version", "prompt_hash", "config_hash", "source"]

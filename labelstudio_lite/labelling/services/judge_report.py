@@ -25,6 +25,7 @@ from .judge_stats import (
     labelled_pairs,
     pct,
     rollup_to_answers,
+    stratum_population,
     unit_word,
 )
 
@@ -101,8 +102,9 @@ def verdict_line(stats: CoreStats, *, fit_kappa: float, fit_miss_rate: float, un
         return VerdictLine(None, f"VERDICT: not enough labels to judge: {why}")
     kappa, miss = stats.kappa, stats.miss_rate
     fit = kappa is not None and kappa >= fit_kappa and miss <= fit_miss_rate
+    sample = f"{stats.missed} of {stats.failures} in the sample, weighted to the run" if stats.weighted else f"{stats.missed} of {stats.failures}"
     reasons = (
-        f"misses {pct(miss)} of unsupported {unit_word} ({stats.missed} of {stats.failures}, 95 % CI "
+        f"misses {pct(miss)} of unsupported {unit_word} ({sample}; 95 % CI "
         f"{pct(stats.miss_low)[:-2]}–{pct(stats.miss_high)}); kappa "
         + (f"{kappa:.2f} ({stats.kappa_low:.2f}–{stats.kappa_high:.2f})" if kappa is not None else "undefined")
     )
@@ -148,10 +150,11 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
     """Build the whole report: of the run's judge, or of an imported verdict set (a new judge config)."""
     word = unit_word(campaign)
     pairs, statuses = labelled_pairs(campaign, judge_verdicts(campaign, verdict_set))
-    stats = core_stats(pairs, unit_word=word, seed=campaign.seed)
+    strata = stratum_population(campaign)
+    stats = core_stats(pairs, unit_word=word, seed=campaign.seed, strata=strata)
     judge = verdict_set.judge_config if verdict_set else campaign.run.judge_config
     slices = tuple(
-        SliceStats(name, core_stats([p for p in pairs if p.slice == name], unit_word=word, seed=campaign.seed))
+        SliceStats(name, core_stats([p for p in pairs if p.slice == name], unit_word=word, seed=campaign.seed, strata=strata))
         for name in sorted({p.slice for p in pairs})
     )
     leaked, spent = leakage(campaign), heldout_spent(campaign)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from evalcore.engine import binary_agreement, proportion_interval
+from evalcore.engine import binary_agreement, proportion_interval, stratified_agreement
 from evalcore.engine.judge import Stratum, kappa_bootstrap
 from evalcore.engine.judge import corrected_pass_rate as engine_corrected_pass_rate
 
@@ -26,6 +26,7 @@ from ..selectors import final_labels
 from .campaigns import population, stratum_label
 
 ITERATIONS = 10_000
+SELF_WEIGHTING = 1.25  # strata weights within this ratio: the sample is counted as it is
 SUPPORTED, UNSUPPORTED = 1, 0
 
 
@@ -126,17 +127,53 @@ class CoreStats(Result):
     false_fail_rate: float | None = None
     false_fail_low: float | None = None
     false_fail_high: float | None = None
+    weighted: bool = False  # rates weighted back to the run (the sample over-sampled some strata); counts are the sample's
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready; ``{"n": 0}`` alone when there are no items."""
         return {"n": 0} if self.n == 0 else super().as_dict()
 
 
-def core_stats(pairs: Sequence[Pair], *, unit_word: str, seed: int = 7) -> CoreStats:
-    """Agreement, kappa (bootstrap interval), confusion, prevalences and the miss rate of the judge on these pairs."""
+def stratum_population(campaign: Campaign) -> dict[str, tuple[int, bool]]:
+    """Per stratum of the campaign's run: how many items it holds, and the judge's verdict on them."""
+    if campaign.parent_id is not None:
+        # a fresh held-out sample's strata count only the items no earlier campaign took; the run holds them all
+        counts = Counter(c.stratum for c in population(campaign.run, campaign.unit))
+        return {stratum_label(key): (n, key[1]) for key, n in counts.items()}
+    return {s["stratum"]: (s["available"], s["judge_supported"]) for s in campaign.strata}
+
+
+def _stratum_weights(pairs: Sequence[Pair], strata: dict[str, tuple[int, bool]] | None) -> dict[str, float] | None:
+    """How many run items each labelled item stands for, per stratum; None when the sample weighs itself.
+
+    A sample whose strata were labelled at rates within a quarter of each other (rounding of the
+    held-out split, labels still coming in) is counted as it is: weighting it would move the
+    estimates less than their intervals are wide.
+    """
+    if not strata:
+        return None
+    labelled = Counter(p.stratum for p in pairs)
+    if any(name not in strata for name in labelled):
+        return None
+    weights = {name: strata[name][0] / count for name, count in labelled.items()}
+    low, high = min(weights.values()), max(weights.values())
+    return weights if high > low * SELF_WEIGHTING else None
+
+
+def core_stats(pairs: Sequence[Pair], *, unit_word: str, seed: int = 7, strata: dict[str, tuple[int, bool]] | None = None) -> CoreStats:
+    """Agreement, kappa (bootstrap interval), confusion, prevalences and the miss rate of the judge on these pairs.
+
+    With ``strata`` (:func:`stratum_population`), a sample that took some strata at a higher rate
+    than others (a campaign over-samples the judge's rare verdict) is weighted back to the run:
+    the rates, kappa and their intervals are the run's (:func:`~evalcore.engine.stratified_agreement`),
+    the counts stay the sample's. A sample that weighs itself gives the same estimates unweighted.
+    """
     n = len(pairs)
     if n == 0:
         return CoreStats(n=0)
+    weights = _stratum_weights(pairs, strata)
+    if weights is not None:
+        return _weighted(core_stats(pairs, unit_word=unit_word, seed=seed), pairs, weights, unit_word=unit_word, seed=seed)
     report = binary_agreement([p.human for p in pairs], [p.judge for p in pairs], failure_class=UNSUPPORTED,
                               labels=(SUPPORTED, UNSUPPORTED))
     table = [[report.counts[(SUPPORTED, SUPPORTED)], report.counts[(SUPPORTED, UNSUPPORTED)]],
@@ -176,6 +213,32 @@ def core_stats(pairs: Sequence[Pair], *, unit_word: str, seed: int = 7) -> CoreS
     )
 
 
+def _weighted(sample: CoreStats, pairs: Sequence[Pair], weights: dict[str, float], *, unit_word: str, seed: int) -> CoreStats:
+    """The sample's statistics with every rate replaced by its estimate for the run."""
+    names = sorted(weights)
+    tables = [[[0, 0], [0, 0]] for _ in names]
+    index = {name: i for i, name in enumerate(names)}
+    for p in pairs:
+        tables[index[p.stratum]][0 if p.human == SUPPORTED else 1][0 if p.judge == SUPPORTED else 1] += 1
+    run = stratified_agreement(tables, [weights[name] for name in names], iterations=ITERATIONS, seed=seed)
+    miss, false_fail = run.miss_rate, run.false_fail_rate
+    return replace(
+        sample,
+        agreement=run.agreement, kappa=finite(run.kappa.estimate), kappa_low=finite(run.kappa.low), kappa_high=finite(run.kappa.high),
+        people_unsupported_rate=run.people_fail_rate, judge_unsupported_rate=run.judge_fail_rate,
+        miss_rate=finite(miss.estimate), miss_low=finite(miss.low), miss_high=finite(miss.high),
+        false_fail_rate=finite(false_fail.estimate), false_fail_low=finite(false_fail.low), false_fail_high=finite(false_fail.high),
+        miss_sentence=(
+            f"{sample.miss_sentence} in the sample, which over-samples the judge's rarer verdict; weighted to the run's "
+            f"mix, it passes {pct(miss.estimate)} of them" if sample.failures else sample.miss_sentence
+        ),
+        prevalence_sentence=(
+            f"the judge flags {pct(run.judge_fail_rate)} of the run as unsupported against a true {pct(run.people_fail_rate)}"
+        ),
+        weighted=True,
+    )
+
+
 @dataclass(frozen=True)
 class CorrectedPassRate(Result):
     """The run's judge pass rate (``raw``) corrected for the judge's errors, with its interval."""
@@ -193,11 +256,7 @@ class CorrectedPassRate(Result):
 
 def corrected_pass_rate(campaign: Campaign, pairs: Sequence[Pair]) -> CorrectedPassRate | None:
     """The run's judge pass rate corrected for its errors, from the campaign's strata and labels; None when it cannot be."""
-    available = {s["stratum"]: (s["available"], s["judge_supported"]) for s in campaign.strata}
-    if campaign.parent_id is not None:
-        # a fresh held-out sample's strata count only the items no earlier campaign took; the run holds them all
-        counts = Counter(c.stratum for c in population(campaign.run, campaign.unit))
-        available = {stratum_label(key): (n, key[1]) for key, n in counts.items()}
+    available = stratum_population(campaign)
     if not available:
         return None
     run_total = sum(a for a, _ in available.values())

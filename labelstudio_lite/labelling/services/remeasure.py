@@ -16,7 +16,7 @@ from evalcore.services.problems import UserFacingError
 from ..models import Campaign, Item, RemeasurementView, VerdictSet
 from ..results import Result
 from ..selectors import judge_verdicts
-from .judge_stats import ITERATIONS, CoreStats, core_stats, labelled_pairs, unit_word
+from .judge_stats import ITERATIONS, CoreStats, core_stats, labelled_pairs, stratum_population, unit_word
 
 
 class RemeasureRefused(UserFacingError):
@@ -59,6 +59,7 @@ def remeasure(*, campaign: Campaign, verdict_set: VerdictSet, split: str = "held
     if verdict_set.campaign_id != campaign.pk:
         raise RemeasureRefused("those verdicts belong to another campaign")
     word = unit_word(campaign)
+    strata = stratum_population(campaign)
     pairs_old, _ = labelled_pairs(campaign, judge_verdicts(campaign), split=Item.Split.HELDOUT)
     pairs_new = {p.item_id: p for p in labelled_pairs(campaign, judge_verdicts(campaign, verdict_set), split=Item.Split.HELDOUT)[0]}
     paired_old = [p for p in pairs_old if p.item_id in pairs_new]
@@ -76,8 +77,8 @@ def remeasure(*, campaign: Campaign, verdict_set: VerdictSet, split: str = "held
         campaign=campaign.name, split="heldout", n=len(paired_old),
         old_judge=str(campaign.run.judge_config) if campaign.run.judge_config else "the run's judge",
         new_judge=str(verdict_set.judge_config),
-        old=core_stats(paired_old, unit_word=word, seed=campaign.seed),
-        new=core_stats(paired_new, unit_word=word, seed=campaign.seed),
+        old=core_stats(paired_old, unit_word=word, seed=campaign.seed, strata=strata),
+        new=core_stats(paired_new, unit_word=word, seed=campaign.seed, strata=strata),
         change_in_agreement=change,
         heldout_items_without_new_verdicts=missing,
     )
