@@ -6,8 +6,11 @@ then misstates the judge: with its "unsupported" verdicts over-sampled, the samp
 unsupported items the judge passed, and the raw miss rate comes out too low. Each stratum's
 labelled items stand for the stratum's whole population (weight = population / labelled), so the
 population's 2x2 table is the weighted sum of the strata's tables, and kappa, the miss rate and the
-false-fail rate are read off it. The interval resamples each stratum's labels on their own
-(a multinomial over the stratum's four cells), which is how the sample was drawn.
+false-fail rate are read off it. Kappa's interval resamples each stratum's labels on their own
+(a multinomial over the stratum's four cells), which is how the sample was drawn. The two rates
+get Wilson intervals at Kish's effective sample size (the bootstrap of a rate that is 0 or 1 in
+the sample is stuck there: 0 of 16 would read "0-0 %"); with equal weights that is the sample's
+own Wilson interval.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ._interval import Interval
 from ._validation import check_positive_int, check_probability
 from .agreement import _kappa_from_tables
 from .bootstrap import percentile_positions
+from .proportions import z_score
 
 
 @dataclass(frozen=True)
@@ -106,8 +110,9 @@ def stratified_agreement(
 
     References
     ----------
-    Cochran, "Sampling Techniques", 1977 (stratified estimation of a ratio); Efron and Tibshirani,
-    "An Introduction to the Bootstrap", 1993 (percentile interval).
+    Cochran, "Sampling Techniques", 1977 (stratified estimation of a ratio); Kish, "Survey
+    Sampling", 1965 (effective sample size); Wilson, JASA 1927; Efron and Tibshirani, "An
+    Introduction to the Bootstrap", 1993 (percentile interval).
 
     Examples
     --------
@@ -137,6 +142,20 @@ def stratified_agreement(
         resampled += w[stratum] * draws.reshape(iterations, 2, 2)
     boot = _rates(resampled)
 
+    z = z_score(confidence)
+
+    def rate(name: str, row: int) -> Interval:
+        """Wilson's interval for a weighted rate within one row of people's labels, at Kish's effective n."""
+        estimate = float(point[name])
+        total_w = float(np.sum(w * counts[:, row, :].sum(axis=1)))
+        total_w2 = float(np.sum(w**2 * counts[:, row, :].sum(axis=1)))
+        if math.isnan(estimate) or total_w2 == 0:
+            return Interval(estimate, math.nan, math.nan)
+        n_eff = total_w**2 / total_w2
+        centre = (estimate + z * z / (2 * n_eff)) / (1 + z * z / n_eff)
+        half = z * math.sqrt(estimate * (1 - estimate) / n_eff + z * z / (4 * n_eff * n_eff)) / (1 + z * z / n_eff)
+        return Interval(estimate, max(0.0, centre - half), min(1.0, centre + half))
+
     def interval(name: str) -> Interval:
         values = np.sort(boot[name][np.isfinite(boot[name])])
         estimate = float(point[name])
@@ -146,7 +165,7 @@ def stratified_agreement(
         return Interval(estimate, float(values[low]), float(values[high]))
 
     return StratifiedAgreement(
-        kappa=interval("kappa"), miss_rate=interval("miss"), false_fail_rate=interval("false_fail"),
+        kappa=interval("kappa"), miss_rate=rate("miss", 1), false_fail_rate=rate("false_fail", 0),
         people_fail_rate=float(point["people_fail"]), judge_fail_rate=float(point["judge_fail"]),
         agreement=float(point["agreement"]),
     )

@@ -104,8 +104,8 @@ _REGISTRY = _Registry()
 
 
 def register_judge_validation_source(source: JudgeValidationSource) -> None:
-    """Register where validations of judge configs come from (the labelling app does, in ``ready()``)."""
-    if source not in _REGISTRY.sources:
+    """Register where validations of judge configs come from (the labelling app does, in ``ready()``); once per class."""
+    if not any(type(known) is type(source) for known in _REGISTRY.sources):
         _REGISTRY.sources.append(source)
 
 

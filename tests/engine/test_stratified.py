@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from evalcore.engine import binary_agreement, stratified_agreement
+from evalcore.engine import binary_agreement, proportion_interval, stratified_agreement
 
 PASS, FAIL = 1, 0
 
@@ -96,6 +96,18 @@ def test_the_miss_rate_interval_covers_the_population_value_about_95_percent_of_
     coverage = covered / reps
     # 95 % nominal; the Monte Carlo error of 300 campaigns is about 1.3 points, the bootstrap a little liberal
     assert 0.88 <= coverage <= 0.99, coverage
+
+
+def test_with_equal_weights_the_rate_intervals_are_the_samples_wilson_intervals():
+    result = stratified_agreement([[[60, 3], [9, 1]], [[2, 20], [0, 25]]], [1.0, 1.0])
+    wilson = proportion_interval(9, 35)  # missed of the failures people found
+    assert (result.miss_rate.low, result.miss_rate.high) == pytest.approx((wilson.low, wilson.high))
+
+
+def test_a_rate_of_zero_in_the_sample_still_gets_an_upper_bound():
+    result = stratified_agreement([[[40, 0], [0, 0]], [[1, 5], [0, 16]]], [6.0, 1.0])
+    assert result.miss_rate.estimate == 0.0 and result.miss_rate.low == 0.0
+    assert 0.1 < result.miss_rate.high < 0.3  # not "0-0 %": 16 failures caught cannot rule out a 15 % miss rate
 
 
 def test_a_class_people_never_used_leaves_its_rate_undefined_not_zero():

@@ -68,3 +68,59 @@ def test_the_tuned_judges_verdicts_are_its_rescored_runs_verdicts(demo):
     for verdict in verdicts:
         assert verdict.supported == rescored[(verdict.item.row.question.qid, verdict.item.claim_index)]
     assert verdict_set.judge_config.runs.count() == 2  # both runs re-scored by the tuned judge
+
+
+def gate_json(*args: str) -> tuple[int, dict]:
+    out = io.StringIO()
+    try:
+        call_command("gate", *args, "--json", stdout=out, stderr=io.StringIO())
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    return code, json.loads(out.getvalue())
+
+
+def faithfulness_of(data: dict) -> dict:
+    return next(d for d in data["decisions"] if d["metric"] == "faithfulness" and d["slice"] == "all")
+
+
+def test_the_gate_sends_the_unfit_judges_faithfulness_to_review_and_lets_the_tuned_judge_decide(demo):
+    code, data = gate_json("--base", "chunks-512", "--candidate", "chunks-256-rerank")
+    faith = faithfulness_of(data)
+    assert code == 3 and data["overall"] == "review" and data["judge_policy"] == "review"
+    assert (faith["data_status"], faith["status"]) == ("block", "review")
+    judge = faith["judge"]
+    assert judge["status"] == "not_fit" and judge["campaign"] == "faithfulness-claims" and judge["source"] == "judge report"
+    assert 0.25 <= judge["miss_rate"] <= 0.45 and judge["miss_rate"] > judge["fit_miss_rate"]  # weighted to the run, about a third
+    assert f"misses {round(100 * judge['miss_rate'])} % of unsupported claims" in faith["message"]
+    recall = next(d for d in data["decisions"] if d["metric"] == "recall@5" and d["slice"] == "all")
+    assert recall["status"] == recall["data_status"] == "pass" and recall["judge"] is None
+    assert [rate["run"] for rate in data["judge_rates"]] == ["chunks-512", "chunks-256-rerank"]
+
+    code, data = gate_json("--base", "chunks-512-judge-v2", "--candidate", "chunks-256-rerank-judge-v2")
+    faith = faithfulness_of(data)
+    assert faith["judge"]["status"] == "fit" and faith["judge"]["source"] == "held-out re-measurement"
+    assert faith["status"] == faith["data_status"] == "block" and code == 4  # the data alone decide
+
+
+def test_a_newer_measurement_with_too_few_labels_makes_a_validation_stale_and_alone_counts_for_nothing(demo):
+    from evalcore.models import Run
+    from evalcore.services.judge_fitness import judge_validation
+    from labelstudio_lite.labelling.services.campaigns import campaign_create
+    from labelstudio_lite.labelling.services.label_import import labels_import
+
+    tuned = Run.objects.get(name="chunks-512-judge-v2")
+    campaign = campaign_create(run=tuned, name="tuned-check", unit="claim", size=40, heldout_fraction=0.0, seed=3)
+    items = list(campaign.items.select_related("row__question")[:5])
+    path = demo / "few.csv"
+    path.write_text("question_id,claim_index,label,annotator\n" + "".join(
+        f"{i.row.question.qid},{i.claim_index},{'supported' if i.judge_supported else 'unsupported'},maria\n" for i in items))
+    labels_import(campaign=campaign, path=path)
+    validation = judge_validation(tuned.judge_config)
+    assert validation.status == "fit" and validation.source == "held-out re-measurement"
+    assert "newer judge report on campaign tuned-check" in validation.stale and "only 5 labelled claims" in validation.stale
+    assert "stale:" in validation.reason
+
+    Campaign.objects.filter(name="faithfulness-claims").delete()  # no measurement that counts is left
+    validation = judge_validation(tuned.judge_config)
+    assert validation.status == "unvalidated" and "has 5 labelled claims" in validation.why_not

@@ -254,27 +254,44 @@ class CorrectedPassRate(Result):
     iterations: int
 
 
-def corrected_pass_rate(campaign: Campaign, pairs: Sequence[Pair]) -> CorrectedPassRate | None:
-    """The run's judge pass rate corrected for its errors, from the campaign's strata and labels; None when it cannot be."""
+def rogan_gladen_strata(pairs: Sequence[Pair], population: dict[str, tuple[int, bool]]) -> list[Stratum]:
+    """The labelled pairs as weighted strata of one judge verdict each, for the Rogan-Gladen correction.
+
+    Each campaign stratum's labelled items stand for its run items (weight = population /
+    labelled); within it, items are grouped by the judge's verdict (constant for the run's own
+    judge, varying for another judge's verdicts on the same items).
+    """
+    labelled = Counter(p.stratum for p in pairs if p.stratum in population)
+    groups: dict[tuple[str, int], list[Pair]] = defaultdict(list)
+    for p in pairs:
+        if p.stratum in labelled:
+            groups[(p.stratum, p.judge)].append(p)
+    return [
+        Stratum(judge_pass=judge == SUPPORTED, labelled=len(members), human_pass=sum(p.human for p in members),
+                weight=population[name][0] / labelled[name])
+        for (name, judge), members in sorted(groups.items())
+    ]
+
+
+def corrected_pass_rate(
+    campaign: Campaign, pairs: Sequence[Pair], *, run_passes: int | None = None, run_total: int | None = None
+) -> CorrectedPassRate | None:
+    """A judge pass rate corrected for the judge's errors that these labelled pairs show; None when it cannot be.
+
+    By default the rate is the campaign run's (its strata's judge verdicts); give ``run_passes`` and
+    ``run_total`` to correct another run's pass rate scored by the same judge.
+    """
     available = stratum_population(campaign)
     if not available:
         return None
-    run_total = sum(a for a, _ in available.values())
-    run_passes = sum(a for a, passed in available.values() if passed)
-    by_stratum: dict[str, list[Pair]] = defaultdict(list)
-    for p in pairs:
-        by_stratum[p.stratum].append(p)
-    strata = []
-    for name, members in by_stratum.items():
-        if name not in available:
-            continue
-        total, judge_pass = available[name]
-        strata.append(Stratum(judge_pass=judge_pass, labelled=len(members), human_pass=sum(p.human for p in members),
-                              weight=total / len(members)))
-    if not strata:
+    if run_total is None:
+        run_total = sum(a for a, _ in available.values())
+        run_passes = sum(a for a, passed in available.values() if passed)
+    strata = rogan_gladen_strata(pairs, available)
+    if not strata or not run_total:
         return None
     try:
-        rate = engine_corrected_pass_rate(run_passes=run_passes, run_total=run_total, strata=strata, iterations=ITERATIONS,
+        rate = engine_corrected_pass_rate(run_passes=int(run_passes or 0), run_total=run_total, strata=strata, iterations=ITERATIONS,
                                           seed=campaign.seed)
     except ValueError:
         return None
