@@ -3,7 +3,9 @@ to scores and to other annotators' labels); campaign endpoints are for eval owne
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+import json
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -27,12 +29,13 @@ from .selectors import (
     final_label_counts,
     own_label,
     own_labels,
+    remeasurement_opened,
     verdict_set_asked,
 )
 from .services.assignment import LabellingError, LeaseExpired, next_item, skip_item, submit_label
 from .services.exports import DISAGREEMENT_FORMATS, disagreements_export, labels_export
 from .services.judge_report import judge_report
-from .services.remeasure import remeasure
+from .services.remeasure import remeasure, remeasurement_open
 
 
 class BlindItemOutput(serializers.Serializer):
@@ -162,11 +165,18 @@ class CampaignDetailApi(APIView):
 class CampaignLabelsApi(APIView):
     permission_classes = [IsEvalOwner]
 
-    @extend_schema(responses=inline_serializer("CampaignLabel", {"question_id": serializers.CharField()}),
-                   summary="Every label, held-out items included (eval owners; recorded as a label export)")
-    def get(self, request: Request, name: str) -> Response:
+    @extend_schema(
+        request=None,
+        responses={201: inline_serializer("LabelExport", {"version": serializers.IntegerField(), "items": serializers.IntegerField(),
+                                                          "heldout_items": serializers.IntegerField(), "labels": serializers.ListField()})},
+        summary="Export every label, held-out items included (eval owners): recorded as a label export, so a POST",
+    )
+    def post(self, request: Request, name: str) -> Response:
         campaign = campaign_for_owner(request.user, name)
-        return Response(list(labels_export(campaign=campaign, fmt="json", user=request.user).rows()))
+        record = labels_export(campaign=campaign, fmt="jsonl", user=request.user)
+        labels = [json.loads(line) for line in record.content.splitlines()]
+        return Response({"version": record.version, "items": len(record.item_ids), "heldout_items": record.heldout_items,
+                         "labels": labels}, status=201)
 
 
 class JudgeReportApi(APIView):
@@ -179,20 +189,37 @@ class JudgeReportApi(APIView):
 
 
 class RemeasureApi(APIView):
+    """GET reads a re-measurement someone opened; POST opens it (recorded: tuning again afterwards spends the held-out split)."""
+
     permission_classes = [IsEvalOwner]
 
-    @extend_schema(responses=inline_serializer("Remeasurement", {"n": serializers.IntegerField()}), summary="New judge vs old on the held-out split")
-    def get(self, request: Request, name: str) -> Response:
+    def _result(self, request: Request, name: str, *, opening: bool) -> Response:
         campaign = campaign_for_owner(request.user, name)
         verdict_set = verdict_set_for(campaign, request.query_params.get("verdicts"))
         if verdict_set is None:
             return Response({"verdicts": ["give ?verdicts=ID, the verdicts of the new judge config"]}, status=400)
         try:
-            result = remeasure(campaign=campaign, verdict_set=verdict_set, split=request.query_params.get("split", "heldout"),
-                               viewer=request.user)
+            result = remeasure(campaign=campaign, verdict_set=verdict_set, split=request.query_params.get("split", "heldout"))
+            if opening:
+                remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=request.user)
         except UserFacingError as error:
             return Response({"detail": str(error)}, status=400)
+        if not remeasurement_opened(verdict_set):
+            return Response({"detail": "nobody has opened this re-measurement yet: POST to open it (recorded: tuning the judge "
+                                       "again afterwards spends the held-out split)"}, status=409)
         return Response(result.as_dict())
+
+    @extend_schema(parameters=[OpenApiParameter("verdicts", int, required=True), OpenApiParameter("split", str)],
+                   responses={200: inline_serializer("Remeasurement", {"n": serializers.IntegerField()}), 409: None},
+                   summary="New judge vs old on the held-out split, once opened (a read)")
+    def get(self, request: Request, name: str) -> Response:
+        return self._result(request, name, opening=False)
+
+    @extend_schema(request=None, parameters=[OpenApiParameter("verdicts", int, required=True), OpenApiParameter("split", str)],
+                   responses={200: inline_serializer("RemeasurementOpened", {"n": serializers.IntegerField()})},
+                   summary="Open the re-measurement (recorded) and return it")
+    def post(self, request: Request, name: str) -> Response:
+        return self._result(request, name, opening=True)
 
 
 class ExportListApi(APIView):
@@ -211,7 +238,7 @@ class ExportListApi(APIView):
         return Response([
             {"version": e.version, "kind": e.kind, "format": e.fmt, "items": len(e.item_ids), "heldout_items": e.heldout_items,
              "options": e.options, "created_by": e.created_by.username if e.created_by else None, "created_at": e.created_at,
-             "download": f"/campaigns/{campaign.name}/exports/{e.version}/" if e.kind == "disagreements" else None}
+             "download": f"/campaigns/{campaign.name}/exports/{e.version}/"}
             for e in campaign_exports(campaign)
         ])
 

@@ -19,7 +19,7 @@ from evalcore.engine import UndefinedMetricWarning
 from evalcore.engine.reliability import krippendorff_alpha, pairwise_kappa
 from evalcore.selectors import NotFound
 
-from .models import Adjudication, Campaign, CampaignAnnotator, ExportRecord, Item, Label, VerdictSet
+from .models import Adjudication, Campaign, CampaignAnnotator, ExportRecord, Item, Label, RemeasurementView, VerdictSet
 from .results import Result
 
 COUNTED = (Label.Value.SUPPORTED, Label.Value.UNSUPPORTED)
@@ -271,14 +271,19 @@ def verdict_set_asked(campaign: Campaign, pk: Any) -> VerdictSet | None:
     return verdict_set
 
 
+def remeasurement_opened(verdict_set: VerdictSet) -> bool:
+    """Whether someone has deliberately opened the re-measurement of these verdicts (it is shown from then on)."""
+    return RemeasurementView.objects.filter(verdict_set=verdict_set).exists()
+
+
 def campaign_exports(campaign: Campaign) -> QuerySet[ExportRecord]:
     """Every export of the campaign, newest first."""
     return campaign.exports.select_related("created_by", "judge_config").order_by("-version")
 
 
-def disagreement_export(campaign: Campaign, version: int) -> ExportRecord | None:
-    """A disagreement export to download again (label exports keep no content)."""
-    return ExportRecord.objects.filter(campaign=campaign, version=version, kind=ExportRecord.Kind.DISAGREEMENTS).first()
+def campaign_export(campaign: Campaign, version: int) -> ExportRecord | None:
+    """A recorded export to download (again): its content was stored when it was made."""
+    return ExportRecord.objects.filter(campaign=campaign, version=version).first()
 
 
 # ----------------------------------------------------------------------------------------------

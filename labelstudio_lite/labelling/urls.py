@@ -7,6 +7,7 @@ app_name = "labelling"
 urlpatterns = [
     path("label/", annotate.my_campaigns, name="mine"),
     path("label/<slug:name>/", annotate.label_page, name="label"),
+    path("label/<slug:name>/next/", annotate.take_next, name="next"),
     path("label/<slug:name>/answer/", annotate.answer, name="answer"),
     path("label/<slug:name>/recent/", annotate.recent, name="recent"),
     path("label/<slug:name>/labels/<int:label_id>/", annotate.edit_label, name="edit"),

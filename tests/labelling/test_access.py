@@ -61,6 +61,7 @@ def endpoints(w: World) -> list[dict[str, Any]]:
         # annotator pages
         dict(m="get", url=reverse("labelling:mine"), anon=LOGIN, outsider=200, annotator=200, owner=200),
         dict(m="get", url=reverse("labelling:label", args=[name]), anon=LOGIN, outsider=404, annotator=200, owner=404),
+        dict(m="post", url=reverse("labelling:next", args=[name]), htmx=True, anon=LOGIN, outsider=404, annotator=200, owner=404),
         dict(m="post", url=reverse("labelling:answer", args=[name]), data={"item_id": w.held_item.pk, "value": "skip"},
              htmx=True, anon=LOGIN, outsider=404, annotator=200, owner=404),
         dict(m="get", url=reverse("labelling:recent", args=[name]), anon=LOGIN, outsider=404, annotator=200, owner=404),
@@ -77,8 +78,8 @@ def endpoints(w: World) -> list[dict[str, Any]]:
         dict(m="get", url=reverse("labelling:adjudicate", args=[name]), anon=LOGIN, outsider=403, annotator=403, owner=200),
         dict(m="post", url=reverse("labelling:adjudicate", args=[name]), data={"item_id": w.label.item_id, "value": "supported"},
              anon=LOGIN, outsider=403, annotator=403, owner=302),
-        dict(m="get", url=reverse("labelling:export", args=[name, "csv"]), anon=LOGIN, outsider=403, annotator=403, owner=200),
-        dict(m="get", url=reverse("labelling:export", args=[name, "jsonl"]), anon=LOGIN, outsider=403, annotator=403, owner=200),
+        dict(m="post", url=reverse("labelling:export", args=[name, "csv"]), anon=LOGIN, outsider=403, annotator=403, owner=302),
+        dict(m="post", url=reverse("labelling:export", args=[name, "jsonl"]), anon=LOGIN, outsider=403, annotator=403, owner=302),
         dict(m="post", url=reverse("labelling:import", args=[name]), files=lambda: {"file": SimpleUploadedFile("l.csv", csv.encode())},
              anon=LOGIN, outsider=403, annotator=403, owner=302),
         # annotator API
@@ -91,7 +92,7 @@ def endpoints(w: World) -> list[dict[str, Any]]:
         # owner API
         dict(m="get", url="/api/campaigns/", anon=ANON_API, outsider=403, annotator=403, owner=200),
         dict(m="get", url=f"/api/campaigns/{name}/", anon=ANON_API, outsider=403, annotator=403, owner=200),
-        dict(m="get", url=f"/api/campaigns/{name}/labels/", anon=ANON_API, outsider=403, annotator=403, owner=200),
+        dict(m="post", url=f"/api/campaigns/{name}/labels/", anon=ANON_API, outsider=403, annotator=403, owner=201),
     ]
     return routes
 

@@ -29,6 +29,7 @@ from .conftest import (
     RETRIEVED_MARK,
     label_everything,
 )
+from .pages import open_label_page
 
 OTHER_NAME = "ottilie-otherlabeller"
 OTHER_RATIONALE = "OTHERPERSONRATIONALEMARK"
@@ -86,7 +87,7 @@ def annotator_responses(client, campaign, annotator) -> list[tuple[str, str]]:
         bodies.append((where, content.decode()))
 
     keep("my campaigns page", client.get(reverse("labelling:mine")))
-    keep("label page", client.get(reverse("labelling:label", args=[name])))
+    keep("label page", open_label_page(client, name))
     item_id = Lease.objects.get(annotator=annotator, status="active").item_id
     keep("answer (htmx)", client.post(reverse("labelling:answer", args=[name]),
                                       {"item_id": item_id, "value": "supported", "rationale": "mine"}, HTTP_HX_REQUEST="true"))
@@ -121,7 +122,7 @@ def annotator_responses(client, campaign, annotator) -> list[tuple[str, str]]:
             break
         client.post(f"/api/label/{name}/labels/", {"item_id": response.json()["item_id"], "value": "supported"},
                     content_type="application/json")
-    keep("label page when done", client.get(reverse("labelling:label", args=[name])))
+    keep("label page when done", open_label_page(client, name))
     keep("my campaigns when done", client.get(reverse("labelling:mine")))
     keep("API my labels when done", client.get(f"/api/label/{name}/labels/"))
     return bodies
@@ -201,7 +202,7 @@ def test_the_page_of_an_item_the_judge_rejected_is_the_page_of_one_it_accepted(s
     pages = []
     for user, item in ((annotator, accepted), (other, rejected)):
         client.force_login(user)
-        pages.append(_masked(client.get(reverse("labelling:label", args=[campaign.name])).content.decode(), item, user.username))
+        pages.append(_masked(open_label_page(client, campaign.name).content.decode(), item, user.username))
         blind = blind_item(item)
         assert set(blind) == {"item_id", "question", "context", "answer", "answer_html", "claim", "claim_number", "claim_count"}
 

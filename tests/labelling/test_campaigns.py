@@ -20,6 +20,7 @@ from labelstudio_lite.labelling.services.campaigns import (
 )
 
 from .conftest import build_run
+from .pages import open_label_page
 
 
 def sample_of(campaign: Campaign) -> list[tuple[str, int | None, str, int]]:
@@ -247,7 +248,7 @@ def test_annotators_are_shown_the_judges_question_verbatim_with_the_owners_guida
     )
     client.force_login(annotator)
 
-    page = client.get(reverse("labelling:label", args=[campaign.name])).content.decode()
+    page = open_label_page(client, campaign.name).content.decode()
     api = client.get("/api/label/campaigns/").json()
     served = client.post(f"/api/label/{campaign.name}/next/").json()
 

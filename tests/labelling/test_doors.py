@@ -26,9 +26,11 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from labelstudio_lite.labelling.models import Campaign, ExportRecord, Item
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
 from labelstudio_lite.labelling.services.exports import disagreements_export
+from labelstudio_lite.labelling.services.remeasure import remeasurement_open
 from labelstudio_lite.labelling.services.verdicts import verdicts_import
 
 from .conftest import JUDGE, label_everything, qid_of, write_csv, write_jsonl
+from .snapshots import labelling_state
 
 APP = "labelstudio_lite.labelling"
 TUNED = {**JUDGE, "prompt": JUDGE["prompt"] + "\nTuned."}
@@ -50,11 +52,13 @@ EXPORTS = "returns people's labels: records an export"
 LABEL_PAGES = "the annotator's own item or labels, blind (no one else's labels, no held-out set leaves)"
 OWNER_READS = "aggregates (counts, agreement, kappa, miss rates) or settings, not labels"
 WRITES = "takes input, returns a redirect or a status: no labels leave"
+REMEASURE_OPEN = "opens the re-measurement (recorded as looked at: tuning again spends the held-out split); its numbers are aggregates"
 
 DOORS: dict[tuple[str, str], Door] = {
     # the annotators' labelling pages and API
     ("labelling:mine", "GET"): Door(False, LABEL_PAGES),
     ("labelling:label", "GET"): Door(False, LABEL_PAGES, {"name": "{campaign}"}),
+    ("labelling:next", "POST"): Door(False, LABEL_PAGES, {"name": "{campaign}"}),
     ("labelling:answer", "POST"): Door(False, LABEL_PAGES, {"name": "{campaign}"}, {"item_id": "{held}", "value": "supported"}),
     ("labelling:recent", "GET"): Door(False, LABEL_PAGES, {"name": "{campaign}"}),
     ("labelling:edit", "GET"): Door(False, LABEL_PAGES, {"name": "{campaign}", "label_id": "{label}"}),
@@ -76,24 +80,26 @@ DOORS: dict[tuple[str, str], Door] = {
         False, "shows the labels of items people disagree on, on screen, to decide their final label (held-out items "
                "need one too); nothing is downloaded", {"name": "{campaign}"}),
     ("labelling:adjudicate", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"item_id": "{held}", "value": "supported"}),
-    ("labelling:export", "GET"): Door(True, EXPORTS, {"name": "{campaign}", "fmt": "csv"}),
+    ("labelling:export", "POST"): Door(True, EXPORTS, {"name": "{campaign}", "fmt": "csv"}),
     ("labelling:import", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"file": "{labels_file}"}),
     # the judge report, re-measurement and disagreement exports
     ("labelling:report", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
     ("labelling:report", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"fit_kappa": "0.5", "fit_miss_rate": "0.2"}),
     ("labelling:remeasure", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}, query="verdicts={verdict_set}"),
+    ("labelling:remeasure", "POST"): Door(False, REMEASURE_OPEN, {"name": "{campaign}"}, query="verdicts={verdict_set}"),
     ("labelling:export-create", "POST"): Door(True, EXPORTS, {"name": "{campaign}"}, {"format": "jsonl", "seed": "7"}),
     ("labelling:export-download", "GET"): Door(
-        False, "downloads again an export that was recorded when it was made", {"name": "{campaign}", "version": "{export}"}),
+        False, "downloads an export that the POST which made it recorded", {"name": "{campaign}", "version": "{export}"}),
     ("labelling:verdicts", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"file": "{verdicts_file}",
                                                                                  "judge_config": "{judge_config}"}),
     ("labelling:fresh-heldout", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"name": "doors-fresh", "size": "3"}),
     # the eval owners' API
     ("api-campaigns", "GET"): Door(False, OWNER_READS),
     ("api-campaign", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
-    ("api-campaign-labels", "GET"): Door(True, EXPORTS, {"name": "{campaign}"}),
+    ("api-campaign-labels", "POST"): Door(True, EXPORTS, {"name": "{campaign}"}),
     ("api-judge-report", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
     ("api-remeasure", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}, query="verdicts={verdict_set}"),
+    ("api-remeasure", "POST"): Door(False, REMEASURE_OPEN, {"name": "{campaign}"}, query="verdicts={verdict_set}"),
     ("api-exports", "GET"): Door(False, "lists the exports (who, when, how many items), not their content", {"name": "{campaign}"}),
     ("api-exports", "POST"): Door(True, EXPORTS, {"name": "{campaign}"}, {"format": "chat"}),
 }
@@ -142,6 +148,7 @@ def world(small_run, make_campaign, owner, annotator, other_annotator, tmp_path,
     held = next_item(campaign=campaign, user=owner)
     verdicts = write_jsonl(tmp_path / "tuned.jsonl", [{"question_id": qid_of(i), "supported": i % 2 == 0} for i in range(12)])
     verdict_set = verdicts_import(campaign=campaign, path=verdicts, judge_config=TUNED).verdict_set
+    remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=owner)  # so reading it answers 200
     export = disagreements_export(campaign=campaign, fmt="jsonl")
     labels = write_csv(tmp_path / "labels.csv", ["question_id", "label", "annotator"], [["q0000", "cant_tell", "ext-x"]])
     other_verdicts = write_jsonl(tmp_path / "other.jsonl", [{"question_id": qid_of(i), "supported": True} for i in range(12)])
@@ -171,6 +178,8 @@ def call(client, name: str, method: str, door: Door, world: SimpleNamespace):
         url += "?" + fill(door.query, world)
     data = {k: fill(v, world) for k, v in door.data.items()}
     response = client.get(url) if method == "GET" else client.post(url, data)
+    if method == "POST" and response.status_code == 302 and "/exports/" in response.get("Location", ""):
+        client.get(response["Location"])  # an export's POST records it; the file comes with a GET
     if getattr(response, "streaming", False):
         b"".join(response.streaming_content)
     return response
@@ -222,3 +231,12 @@ def test_a_command_records_an_export_exactly_when_it_hands_out_labels(command, w
     created = ExportRecord.objects.count() - before
     assert created == (1 if exports else 0), f"{command}: {why}"
     assert Campaign.objects.filter(name=world.campaign.name).exists()
+
+
+@pytest.mark.parametrize(("name", "method"), sorted(door for door in DOORS if door[1] == "GET"))
+def test_a_get_changes_nothing(name, method, world, owner_client):
+    """Reading is safe: no lease is claimed, no export or view recorded, nothing written (schemathesis checks the API too)."""
+    before = labelling_state()
+    response = call(owner_client, name, method, DOORS[(name, method)], world)
+    assert response.status_code < 400
+    assert labelling_state() == before, f"GET {name} changed the database"

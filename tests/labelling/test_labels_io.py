@@ -265,12 +265,19 @@ def labelled(campaign, annotator, other_annotator, tmp_path):
     return campaign
 
 
+def export_download(client, campaign, fmt: str):
+    """Export the labels as the campaign page does: a POST that records the export, then a GET of the file."""
+    recorded = client.post(reverse("labelling:export", args=[campaign.name, fmt]))
+    assert recorded.status_code == 302, recorded.status_code
+    return client.get(recorded["Location"])
+
+
 def test_the_csv_export_holds_every_label_with_its_final_label(labelled, owner_client):
-    response = owner_client.get(reverse("labelling:export", args=[labelled.name, "csv"]))
+    response = export_download(owner_client, labelled, "csv")
 
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
-    assert 'filename="faith-labels.csv"' in response["Content-Disposition"]
-    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert 'filename="faith-labels-v1-csv.csv"' in response["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert len(rows) == 24 == Label.objects.count()
     assert {(r["question_id"], r["annotator"]) for r in rows} == {(f"q{i:04d}", who) for i in range(12) for who in ("adam", "bea")}
     q4 = [r for r in rows if r["question_id"] == "q0004"]
@@ -284,27 +291,30 @@ def test_the_csv_export_holds_every_label_with_its_final_label(labelled, owner_c
 def test_the_jsonl_export_holds_the_same_labels(labelled, owner_client, tmp_path):
     labels_import(campaign=labelled, path=write_csv(tmp_path / "x.csv", HEADER, [["q0000", "cant_tell", "ext-anna", "unsure"]]))
 
-    response = owner_client.get(reverse("labelling:export", args=[labelled.name, "jsonl"]))
+    response = export_download(owner_client, labelled, "jsonl")
 
-    rows = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+    rows = [json.loads(line) for line in response.content.decode().splitlines()]
     assert len(rows) == 25
     external = [r for r in rows if r["external"]]
     assert external == [{**external[0], "question_id": "q0000", "annotator": "ext-anna", "label": "cant_tell", "rationale": "unsure"}]
     assert all(r["claim_index"] is None for r in rows)
 
 
-def test_the_owner_labels_api_lists_every_label_and_records_the_export(labelled, owner, owner_client):
-    rows = owner_client.get(f"/api/campaigns/{labelled.name}/labels/").json()
-    assert len(rows) == 24 and {r["annotator"] for r in rows} == {"adam", "bea"}
+def test_the_owner_labels_api_exports_every_label_with_a_post_that_records_it(labelled, owner, owner_client):
+    assert owner_client.get(f"/api/campaigns/{labelled.name}/labels/").status_code == 405  # a read records nothing
+    assert not ExportRecord.objects.exists()
+    body = owner_client.post(f"/api/campaigns/{labelled.name}/labels/").json()
+    rows = body["labels"]
+    assert len(rows) == 24 and {r["annotator"] for r in rows} == {"adam", "bea"} and body["version"] == 1
 
     record = ExportRecord.objects.get(campaign=labelled)
-    assert (record.kind, record.fmt, record.created_by) == ("labels", "json", owner)
+    assert (record.kind, record.fmt, record.created_by) == ("labels", "jsonl", owner)
     assert sorted(record.item_ids) == sorted(Item.objects.filter(campaign=labelled).values_list("pk", flat=True))
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
 def test_the_export_labels_command_writes_what_the_page_gives_and_records_the_export(labelled, owner, owner_client, fmt, tmp_path):
-    page = b"".join(owner_client.get(reverse("labelling:export", args=[labelled.name, fmt])).streaming_content).decode()
+    page = export_download(owner_client, labelled, fmt).content.decode()
     out, err = StringIO(), StringIO()
 
     call_command("export_labels", labelled.name, "--format", fmt, stdout=out, stderr=err)
@@ -322,5 +332,7 @@ def test_the_export_labels_command_refuses_an_unknown_campaign(db):
         call_command("export_labels", "nope")
 
 
-def test_an_unknown_export_format_is_404(labelled, owner_client):
-    assert owner_client.get(reverse("labelling:export", args=[labelled.name, "xlsx"])).status_code == 404
+def test_an_unknown_export_format_is_404_and_a_get_of_the_export_url_records_nothing(labelled, owner_client):
+    assert owner_client.post(reverse("labelling:export", args=[labelled.name, "xlsx"])).status_code == 404
+    assert owner_client.get(reverse("labelling:export", args=[labelled.name, "csv"])).status_code == 405
+    assert not ExportRecord.objects.exists()

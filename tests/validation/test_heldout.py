@@ -15,7 +15,7 @@ from labelstudio_lite.labelling.models import Campaign, CampaignAnnotator, Expor
 from labelstudio_lite.labelling.services.campaigns import CampaignError, campaign_create, campaign_fresh_heldout
 from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.judge_report import judge_report
-from labelstudio_lite.labelling.services.remeasure import RemeasureRefused, remeasure
+from labelstudio_lite.labelling.services.remeasure import RemeasureRefused, remeasure, remeasurement_open
 from labelstudio_lite.labelling.services.verdicts import verdicts_import
 
 from .conftest import (
@@ -133,9 +133,10 @@ def test_disagreement_exports_never_count_as_leakage(campaign):
 
 
 def test_a_label_export_records_which_items_it_used_including_the_held_out_ones(owner_client, owner, campaign):
-    response = owner_client.get(reverse("labelling:export", args=[campaign.name, "csv"]))
+    recorded = owner_client.post(reverse("labelling:export", args=[campaign.name, "csv"]))
+    response = owner_client.get(recorded["Location"])
     assert response.status_code == 200
-    body = b"".join(response.streaming_content).decode()
+    body = response.content.decode()
     assert len(body.strip().splitlines()) == 201  # header and 200 labels
 
     record = ExportRecord.objects.get(campaign=campaign)
@@ -148,7 +149,7 @@ def test_a_label_export_records_which_items_it_used_including_the_held_out_ones(
 def test_after_a_label_export_the_report_warns_that_held_out_items_leaked(owner_client, campaign):
     heldout = Item.objects.filter(campaign=campaign, split="heldout").count()
     disagreements_export(campaign=campaign, fmt="jsonl")  # v1, clean
-    owner_client.get(reverse("labelling:export", args=[campaign.name, "jsonl"]))  # v2, every label
+    owner_client.post(reverse("labelling:export", args=[campaign.name, "jsonl"]))  # v2, every label
 
     report = judge_report(campaign).as_dict()
 
@@ -158,7 +159,7 @@ def test_after_a_label_export_the_report_warns_that_held_out_items_leaked(owner_
 
 
 def test_the_report_page_shows_the_leakage_warning(owner_client, campaign):
-    owner_client.get(reverse("labelling:export", args=[campaign.name, "csv"]))
+    owner_client.post(reverse("labelling:export", args=[campaign.name, "csv"]))
 
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
 
@@ -172,7 +173,7 @@ def test_the_report_page_shows_the_leakage_warning(owner_client, campaign):
 
 def test_re_measuring_on_the_tuning_split_is_refused_with_the_reason(campaign, verdict_set, owner):
     with pytest.raises(RemeasureRefused, match="tuning split is refused.*overstate the improvement.*held-out split"):
-        remeasure(campaign=campaign, verdict_set=verdict_set, split="tuning", viewer=owner)
+        remeasure(campaign=campaign, verdict_set=verdict_set, split="tuning")
     assert not RemeasurementView.objects.filter(campaign=campaign).exists()
 
 
@@ -268,10 +269,15 @@ def test_verdicts_of_another_campaign_are_refused(case, campaign, verdict_set, t
         remeasure(campaign=other, verdict_set=verdict_set)
 
 
-def test_the_remeasure_page_shows_both_judges_and_records_that_the_owner_looked(owner_client, owner, campaign, verdict_set):
-    response = owner_client.get(reverse("labelling:remeasure", args=[campaign.name]), {"verdicts": verdict_set.pk})
+def test_the_remeasure_page_asks_before_it_opens_and_records_that_the_owner_looked(owner_client, owner, campaign, verdict_set):
+    url = reverse("labelling:remeasure", args=[campaign.name]) + f"?verdicts={verdict_set.pk}"
+    asked = owner_client.get(url).content.decode()
+    assert "Open the re-measurement?" in asked and "spends the held-out split" in asked and "Change in agreement" not in asked
+    assert not RemeasurementView.objects.exists()  # reading changes nothing
 
-    assert response.status_code == 200
+    response = owner_client.post(url, follow=True)
+
+    assert response.status_code == 200 and response.redirect_chain[0][0] == url
     page = response.content.decode()
     assert "Old: " in page and f"New: {verdict_set.judge_config}" in page
     assert "Change in agreement (new − old)" in page and "paired bootstrap 95 % interval" in page
@@ -279,16 +285,22 @@ def test_the_remeasure_page_shows_both_judges_and_records_that_the_owner_looked(
     assert view.verdict_set == verdict_set and view.viewed_by == owner
 
 
-def test_the_remeasure_api_gives_the_same_numbers_and_records_the_view(owner_client, campaign, verdict_set):
-    response = owner_client.get(f"/api/campaigns/{campaign.name}/remeasure/", {"verdicts": verdict_set.pk})
+def test_the_remeasure_api_opens_with_a_post_and_then_reads_the_same_numbers(owner_client, campaign, verdict_set):
+    url = f"/api/campaigns/{campaign.name}/remeasure/?verdicts={verdict_set.pk}"
+    unopened = owner_client.get(url)
+    assert unopened.status_code == 409 and "POST to open it" in unopened.json()["detail"]
+    assert not RemeasurementView.objects.exists()
 
-    assert response.status_code == 200
+    opened = owner_client.post(url)
+    response = owner_client.get(url)
+
+    assert opened.status_code == response.status_code == 200 and opened.json() == response.json()
     body = response.json()
     expected = remeasure(campaign=campaign, verdict_set=verdict_set).as_dict()
     assert body["n"] == expected["n"]
     assert body["change_in_agreement"] == pytest.approx(expected["change_in_agreement"])
     assert body["old"]["kappa"] == pytest.approx(expected["old"]["kappa"]) and body["new"]["kappa"] == pytest.approx(expected["new"]["kappa"])
-    assert RemeasurementView.objects.filter(campaign=campaign).count() == 1  # the service call above had no viewer
+    assert RemeasurementView.objects.filter(campaign=campaign).count() == 1  # the POST; neither read recorded one
 
 
 def test_the_report_of_the_new_judges_verdicts_uses_them_on_every_item(case, campaign, verdict_set):
@@ -308,7 +320,10 @@ def test_the_report_of_the_new_judges_verdicts_uses_them_on_every_item(case, cam
 
 def test_after_a_viewed_re_measurement_and_a_new_export_the_held_out_split_is_spent(owner_client, campaign, verdict_set):
     assert judge_report(campaign).as_dict()["heldout_spent"] is None
-    owner_client.get(reverse("labelling:remeasure", args=[campaign.name]), {"verdicts": verdict_set.pk})
+    url = reverse("labelling:remeasure", args=[campaign.name]) + f"?verdicts={verdict_set.pk}"
+    owner_client.get(url)
+    assert not RemeasurementView.objects.exists(), "reading the page opens nothing"
+    owner_client.post(url)
     assert judge_report(campaign).as_dict()["heldout_spent"] is None, "looking alone does not spend the split"
 
     record = disagreements_export(campaign=campaign, fmt="chat", verdict_set=verdict_set)
@@ -324,14 +339,14 @@ def test_after_a_viewed_re_measurement_and_a_new_export_the_held_out_split_is_sp
 
 def test_an_export_made_before_the_re_measurement_was_viewed_does_not_spend_the_split(owner, campaign, verdict_set):
     disagreements_export(campaign=campaign, fmt="jsonl")
-    remeasure(campaign=campaign, verdict_set=verdict_set, viewer=owner)
+    remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=owner)
 
     assert judge_report(campaign).as_dict()["heldout_spent"] is None
 
 
 def test_a_label_export_after_the_re_measurement_does_not_spend_the_split(owner_client, owner, campaign, verdict_set):
-    remeasure(campaign=campaign, verdict_set=verdict_set, viewer=owner)
-    owner_client.get(reverse("labelling:export", args=[campaign.name, "csv"]))
+    remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=owner)
+    owner_client.post(reverse("labelling:export", args=[campaign.name, "csv"]))
 
     assert judge_report(campaign).as_dict()["heldout_spent"] is None
 
@@ -340,7 +355,7 @@ def test_the_report_page_offers_a_fresh_held_out_sample_once_the_split_is_spent(
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
     assert "Sample a fresh held-out set" not in page
 
-    remeasure(campaign=campaign, verdict_set=verdict_set, viewer=owner)
+    remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=owner)
     owner_client.post(reverse("labelling:export-create", args=[campaign.name]), {"format": "jsonl", "seed": 7})
 
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()

@@ -51,9 +51,10 @@ def page_requests(campaign, verdict_set):
         ("get", reverse("labelling:report", args=[name]) + f"?verdicts={verdict_set.pk}", None),
         ("post", reverse("labelling:report", args=[name]), {"fit_kappa": "0", "fit_miss_rate": "1"}),
         ("get", reverse("labelling:remeasure", args=[name]) + f"?verdicts={verdict_set.pk}", None),
+        ("post", reverse("labelling:remeasure", args=[name]) + f"?verdicts={verdict_set.pk}", {}),
         ("post", reverse("labelling:export-create", args=[name]), {"format": "jsonl", "seed": "7"}),
         ("get", reverse("labelling:export-download", args=[name, 1]), None),
-        ("get", reverse("labelling:export", args=[name, "csv"]), None),
+        ("post", reverse("labelling:export", args=[name, "csv"]), {}),
         ("post", reverse("labelling:verdicts", args=[name]), "upload"),
         ("post", reverse("labelling:fresh-heldout", args=[name]), {"name": "stolen", "size": "5"}),
     ]
@@ -65,6 +66,8 @@ def api_requests(campaign, verdict_set):
         ("get", f"/api/campaigns/{name}/judge-report/", None),
         ("get", f"/api/campaigns/{name}/judge-report/?verdicts={verdict_set.pk}", None),
         ("get", f"/api/campaigns/{name}/remeasure/?verdicts={verdict_set.pk}", None),
+        ("post", f"/api/campaigns/{name}/remeasure/?verdicts={verdict_set.pk}", {}),
+        ("post", f"/api/campaigns/{name}/labels/", {}),
         ("get", f"/api/campaigns/{name}/exports/", None),
         ("post", f"/api/campaigns/{name}/exports/", {"format": "jsonl"}),
     ]

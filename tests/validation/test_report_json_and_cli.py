@@ -239,10 +239,11 @@ def test_exports_are_numbered_v1_v2_v3_and_each_downloads_again_with_the_same_co
     assert again.content.decode() == out
 
 
-def test_only_disagreement_exports_are_downloadable(owner_client, campaign):
-    owner_client.get(reverse("labelling:export", args=[campaign.name, "csv"]))  # a label export: v1
+def test_every_recorded_export_is_downloadable_and_only_those(owner_client, campaign):
+    owner_client.post(reverse("labelling:export", args=[campaign.name, "csv"]))  # a label export: v1
 
-    assert owner_client.get(reverse("labelling:export-download", args=[campaign.name, 1])).status_code == 404
+    download = owner_client.get(reverse("labelling:export-download", args=[campaign.name, 1]))
+    assert download.status_code == 200 and download.content.decode().startswith("question_id,claim_index,split")
     assert owner_client.get(reverse("labelling:export-download", args=[campaign.name, 2])).status_code == 404
 
 
@@ -266,7 +267,7 @@ def test_the_api_makes_an_export_and_lists_every_export(owner_client, campaign):
     body = created.json()
     assert body["version"] == 1 and body["items"] == 16
     assert len(body["content"].splitlines()) == 16
-    owner_client.get(reverse("labelling:export", args=[campaign.name, "jsonl"]))
+    owner_client.post(reverse("labelling:export", args=[campaign.name, "jsonl"]))
     listing = owner_client.get(f"/api/campaigns/{campaign.name}/exports/").json()
     assert [(e["version"], e["kind"], e["items"], e["heldout_items"]) for e in listing] == [(2, "labels", 200, 0), (1, "disagreements", 16, 0)]
     assert listing[1]["download"] == f"/campaigns/{campaign.name}/exports/1/"

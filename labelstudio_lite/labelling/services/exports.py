@@ -9,8 +9,9 @@ The judge report reads the records back: a held-out item in any export is leakag
 (:func:`heldout_spent`).
 
 Disagreement exports come from the tuning split only: the held-out split is kept to re-measure the
-tuned judge on labels it never saw. They keep their content, so they can be downloaded again.
-A label export holds every label, held-out items included, and is streamed, not stored.
+tuned judge on labels it never saw. A label export holds every label, held-out items included.
+Every export keeps its content, so it is downloaded (and downloaded again) by a GET of the
+record that the export's POST created: reading never records, recording never happens on a read.
 """
 
 from __future__ import annotations
@@ -32,8 +33,7 @@ from ..models import Campaign, ExportRecord, Item, Label, RemeasurementView, Ver
 from ..results import Result
 from ..selectors import final_labels, judge_verdicts
 
-LABEL_FILE_FORMATS = ("csv", "jsonl")
-LABEL_FORMATS = (*LABEL_FILE_FORMATS, "json")  # json: rows for the API to serialize
+LABEL_FORMATS = ("csv", "jsonl")
 LABEL_FIELDS = ["question_id", "claim_index", "split", "stratum", "label", "annotator", "external", "rationale", "seconds",
                 "final_label", "final_status", "created_at"]
 DISAGREEMENT_FORMATS = ("jsonl", "chat", "csv")
@@ -95,48 +95,34 @@ def label_rows(campaign: Campaign) -> Iterator[dict[str, Any]]:
         }
 
 
-@dataclass(frozen=True)
-class LabelExport:
-    """A recorded label export; its rows are read when asked for (the page and the command stream them)."""
-
-    campaign: Campaign
-    record: ExportRecord
-
-    def rows(self) -> Iterator[dict[str, Any]]:
-        return label_rows(self.campaign)
-
-    def lines(self) -> Iterator[str]:
-        """The export as CSV or JSON Lines text, a line at a time."""
-        if self.record.fmt == "jsonl":
-            for row in self.rows():
-                yield json.dumps(row, ensure_ascii=False) + "\n"
-            return
-        if self.record.fmt != "csv":
-            raise ExportError(f"a {self.record.fmt} export has rows, not lines of text")
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=LABEL_FIELDS)
-        writer.writeheader()
+def label_lines(campaign: Campaign, fmt: str) -> Iterator[str]:
+    """The campaign's labels as CSV or JSON Lines text, a line at a time."""
+    if fmt == "jsonl":
+        for row in label_rows(campaign):
+            yield json.dumps(row, ensure_ascii=False) + "\n"
+        return
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=LABEL_FIELDS)
+    writer.writeheader()
+    yield buffer.getvalue()
+    for row in label_rows(campaign):
+        buffer.seek(0)
+        buffer.truncate()
+        writer.writerow(row)
         yield buffer.getvalue()
-        for row in self.rows():
-            buffer.seek(0)
-            buffer.truncate()
-            writer.writerow(row)
-            yield buffer.getvalue()
 
 
-def labels_export(*, campaign: Campaign, fmt: str, user: Any = None) -> LabelExport:
-    """Export every label of the campaign (held-out items included): record the export, return its rows.
+def labels_export(*, campaign: Campaign, fmt: str, user: Any = None) -> ExportRecord:
+    """Export every label of the campaign (held-out items included) as CSV or JSON Lines: record and return the export.
 
-    ``fmt`` is ``csv`` or ``jsonl`` (text, :meth:`LabelExport.lines`) or ``json`` (the rows as
-    they are, for the API). The record lists every labelled item, so the judge report sees the
-    held-out ones leave.
+    The record keeps the file (``content``) and lists every labelled item, so the judge report
+    sees the held-out ones leave.
     """
     if fmt not in LABEL_FORMATS:
         raise ExportError(f"labels are exported as {', '.join(LABEL_FORMATS)}, got {fmt!r}")
     item_ids = sorted(set(Label.objects.filter(item__campaign=campaign).values_list("item_id", flat=True)))
-    record = record_export(campaign=campaign, kind=ExportRecord.Kind.LABELS, fmt=fmt, options={}, judge_config=None,
-                           item_ids=item_ids, content="", user=user)
-    return LabelExport(campaign=campaign, record=record)
+    return record_export(campaign=campaign, kind=ExportRecord.Kind.LABELS, fmt=fmt, options={}, judge_config=None,
+                         item_ids=item_ids, content="".join(label_lines(campaign, fmt)), user=user)
 
 
 # ----------------------------------------------------------------------------------------------

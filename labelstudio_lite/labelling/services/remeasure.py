@@ -1,8 +1,9 @@
 """Re-measure a new judge config against the run's judge on the held-out split, paired on the same items.
 
 Only the held-out split: a prompt tuned on the tuning split's disagreements would look better
-there than it is. Looking at a re-measurement is recorded (:class:`RemeasurementView`): tuning
-again after it spends the held-out split (see :func:`.exports.heldout_spent`).
+there than it is. A re-measurement is shown once someone deliberately opened it
+(:func:`remeasurement_open`, a POST that records a :class:`RemeasurementView`): tuning again after
+that spends the held-out split (see :func:`.exports.heldout_spent`). Reading it changes nothing.
 """
 
 from __future__ import annotations
@@ -46,11 +47,15 @@ class Remeasurement(Result):
     heldout_items_without_new_verdicts: int
 
 
-def remeasure(*, campaign: Campaign, verdict_set: VerdictSet, split: str = "heldout", viewer: Any = None) -> Remeasurement:
-    """Compare a new judge config with the run's judge on the held-out split only, paired on items.
+def remeasurement_open(*, campaign: Campaign, verdict_set: VerdictSet, user: Any = None) -> RemeasurementView:
+    """Record that someone opened the re-measurement of ``verdict_set``: tuning again after this spends the held-out split."""
+    if verdict_set.campaign_id != campaign.pk:
+        raise RemeasureRefused("those verdicts belong to another campaign")
+    return RemeasurementView.objects.create(campaign=campaign, verdict_set=verdict_set, viewed_by=user if getattr(user, "pk", None) else None)
 
-    ``viewer``: who looks at it; when given, the view is recorded (tuning again after it spends the held-out split).
-    """
+
+def remeasure(*, campaign: Campaign, verdict_set: VerdictSet, split: str = "heldout") -> Remeasurement:
+    """Compare a new judge config with the run's judge on the held-out split only, paired on items (a read)."""
     if split != Item.Split.HELDOUT:
         raise RemeasureRefused(
             "Re-measuring on the tuning split is refused: the new judge prompt was tuned on those items (or could have been), "
@@ -71,8 +76,6 @@ def remeasure(*, campaign: Campaign, verdict_set: VerdictSet, split: str = "held
         boot = paired_bootstrap(agree_old, agree_new, iterations=ITERATIONS, seed=campaign.seed)
         change = AgreementChange(mean=boot.estimate, low=boot.low, high=boot.high, n=boot.n)
     missing = Item.objects.filter(campaign=campaign, split=Item.Split.HELDOUT).exclude(verdicts__verdict_set=verdict_set).count()
-    if viewer is not None:
-        RemeasurementView.objects.create(campaign=campaign, verdict_set=verdict_set, viewed_by=viewer if getattr(viewer, "pk", None) else None)
     return Remeasurement(
         campaign=campaign.name, split="heldout", n=len(paired_old),
         old_judge=str(campaign.run.judge_config) if campaign.run.judge_config else "the run's judge",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -36,8 +35,20 @@ def _item_context(request: HttpRequest, campaign: Campaign, notice: str = "", er
 @never_cache
 @require_GET
 def label_page(request: HttpRequest, name: str) -> HttpResponse:
+    """The labelling page. Opening it claims nothing: the page asks for its item with a POST once loaded."""
     campaign = campaign_for_labelling(request.user, name)
-    return render(request, "labelling/label.html", _item_context(request, campaign))
+    share = annotator_share(campaign=campaign, user=request.user)
+    return render(request, "labelling/label.html", {"campaign": campaign, "share": share, "waiting": True,
+                                                    "percent": min(100, int(100 * share.done / share.target)) if share.target else 0})
+
+
+@never_cache
+@require_POST
+def take_next(request: HttpRequest, name: str) -> HttpResponse:
+    """Claim the item to label now (the page asks once it has loaded; a reload gets the same item back)."""
+    campaign = campaign_for_labelling(request.user, name)
+    context = _item_context(request, campaign)
+    return render(request, "labelling/label.html#item" if request.htmx else "labelling/label.html", context)
 
 
 @never_cache
@@ -63,11 +74,8 @@ def answer(request: HttpRequest, name: str) -> HttpResponse:
         except LabellingError as exc:
             error = str(exc)
     context = _item_context(request, campaign, notice=notice, error=error)
-    if request.htmx:
-        return render(request, "labelling/label.html#item", context)
-    if error:  # a plain form post (no JavaScript): keep the refusal across the redirect
-        messages.error(request, error)
-    return redirect(reverse("labelling:label", args=[campaign.name]))
+    # htmx swaps the next item in; a plain form post (no JavaScript) gets the whole page with it
+    return render(request, "labelling/label.html#item" if request.htmx else "labelling/label.html", context)
 
 
 @never_cache

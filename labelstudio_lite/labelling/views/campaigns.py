@@ -24,9 +24,8 @@ from ..selectors import (
 )
 from ..services.adjudication import adjudicate
 from ..services.campaigns import campaign_create, campaign_remove_annotator, campaign_set_annotators, plan_campaign
-from ..services.exports import LABEL_FILE_FORMATS, labels_export
+from ..services.exports import LABEL_FORMATS, labels_export
 from .actions import Done, form_post, import_upload
-from .downloads import attachment
 
 
 @require_http_methods(["GET", "POST"])
@@ -123,14 +122,15 @@ def adjudication(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "labelling/adjudicate.html", {"campaign": campaign, "entries": entries, "unresolved": unresolved})
 
 
-@require_GET
+@require_POST
 @eval_owner_required
 def export(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
+    """Record a label export (a POST: it changes what the judge report says), then download it with a GET."""
     campaign = campaign_for_owner(request.user, name)
-    if fmt not in LABEL_FILE_FORMATS:
+    if fmt not in LABEL_FORMATS:
         raise Http404("Labels are exported as .csv or .jsonl")
-    labels = labels_export(campaign=campaign, fmt=fmt, user=request.user)
-    return attachment(labels.lines(), fmt=fmt, filename=f"{campaign.name}-labels.{fmt}")
+    record = labels_export(campaign=campaign, fmt=fmt, user=request.user)
+    return redirect(reverse("labelling:export-download", args=[campaign.name, record.version]))
 
 
 @require_POST

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -14,11 +14,11 @@ from labelstudio_lite.accounts.access import eval_owner_required
 from ..access import campaign_for_owner, verdict_set_for
 from ..forms import ExportForm, FreshHeldoutForm, ThresholdForm, VerdictImportForm
 from ..jobs import VerdictImportParams, request_verdicts_import
-from ..selectors import campaign_exports, disagreement_export, verdict_sets_of
+from ..selectors import campaign_export, campaign_exports, remeasurement_opened, verdict_sets_of
 from ..services.campaigns import campaign_fresh_heldout, campaign_set_thresholds
 from ..services.exports import disagreements_export
 from ..services.judge_report import judge_report
-from ..services.remeasure import remeasure
+from ..services.remeasure import remeasure, remeasurement_open
 from .actions import Done, form_post, import_upload
 from .downloads import attachment
 
@@ -49,18 +49,25 @@ def report_page(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "labelling/report.html", context)
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 @eval_owner_required
 def remeasure_page(request: HttpRequest, name: str) -> HttpResponse:
+    """GET shows the re-measurement once it was opened (or asks to open it); POST opens it, which can spend the held-out split."""
     campaign = campaign_for_owner(request.user, name)
     verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
     if verdict_set is None:
         raise Http404("Choose the verdicts of a new judge config to re-measure.")
+    context = {"campaign": campaign, "verdict_set": verdict_set}
     try:
-        result = remeasure(campaign=campaign, verdict_set=verdict_set, split=request.GET.get("split", "heldout"), viewer=request.user)
+        if request.method == "POST":
+            remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=request.user)
+            return redirect(request.get_full_path())
+        result = remeasure(campaign=campaign, verdict_set=verdict_set, split=request.GET.get("split", "heldout"))
     except UserFacingError as error:
-        return render(request, "labelling/remeasure.html", {"campaign": campaign, "verdict_set": verdict_set, "refused": str(error)}, status=400)
-    return render(request, "labelling/remeasure.html", {"campaign": campaign, "verdict_set": verdict_set, "result": result})
+        return render(request, "labelling/remeasure.html", {**context, "refused": str(error)}, status=400)
+    if not remeasurement_opened(verdict_set):
+        return render(request, "labelling/remeasure.html", {**context, "confirm": True})
+    return render(request, "labelling/remeasure.html", {**context, "result": result})
 
 
 @require_POST
@@ -83,11 +90,11 @@ def export_create(request: HttpRequest, name: str) -> HttpResponse:
 @eval_owner_required
 def export_download(request: HttpRequest, name: str, version: int) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
-    record = disagreement_export(campaign, version)
+    record = campaign_export(campaign, version)
     if record is None:
         raise Http404("No such export.")
     extension = "csv" if record.fmt == "csv" else "jsonl"
-    return attachment(record.content, fmt=record.fmt, filename=f"{campaign.name}-disagreements-v{record.version}-{record.fmt}.{extension}")
+    return attachment(record.content, fmt=record.fmt, filename=f"{campaign.name}-{record.kind}-v{record.version}-{record.fmt}.{extension}")
 
 
 @require_POST

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from evalcore.services.problems import UserFacingError
 
-from ...services.exports import LABEL_FILE_FORMATS, labels_export
+from ...services.exports import LABEL_FORMATS, labels_export
 from ..lookups import campaign_or_fail
 
 
@@ -16,21 +16,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("campaign")
-        parser.add_argument("--format", choices=LABEL_FILE_FORMATS, default="csv")
+        parser.add_argument("--format", choices=LABEL_FORMATS, default="csv")
         parser.add_argument("--output", type=Path, help="write to this file (default: standard output)")
 
     def handle(self, *args, **options):
         campaign = campaign_or_fail(options["campaign"])
         try:
-            export = labels_export(campaign=campaign, fmt=options["format"])
+            record = labels_export(campaign=campaign, fmt=options["format"])
         except UserFacingError as error:
             raise CommandError(str(error)) from None
-        record = export.record
         if options["output"]:
-            with options["output"].open("w", encoding="utf-8", newline="") as handle:
-                handle.writelines(export.lines())
+            options["output"].write_text(record.content, encoding="utf-8")
             self.stderr.write(f"export v{record.version}: labels of {len(record.item_ids)} items written to {options['output']}")
         else:
-            for line in export.lines():
-                self.stdout.write(line, ending="")
+            self.stdout.write(record.content, ending="")
             self.stderr.write(f"export v{record.version}: labels of {len(record.item_ids)} items")

@@ -1,0 +1,48 @@
+"""A schema-driven fuzzer (schemathesis) reads every API operation as an eval owner and as an
+annotator, with real campaign names, and changes nothing: reading never claims a lease, records an
+export or opens a re-measurement, and no generated input makes the server fail."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from rest_framework.authtoken.models import Token
+
+from labelstudio_lite.labelling.services.remeasure import remeasurement_open
+from labelstudio_lite.labelling.services.verdicts import verdicts_import
+
+from .conftest import JUDGE, label_everything, qid_of, write_jsonl
+from .snapshots import labelling_state
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def fuzz_reads(url: str, token: str, campaign: str, verdicts: int, tmp_path) -> subprocess.CompletedProcess:
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(f'[parameters]\n"path.name" = "{campaign}"\nverdicts = {verdicts}\n')
+    st = shutil.which("st", path=os.path.dirname(sys.executable)) or "st"
+    return subprocess.run(
+        [st, "--config-file", str(config), "run", f"{url}/api/schema/", "-H", f"Authorization: Token {token}",
+         "--include-method", "GET", "-n", "8", "--checks", "not_a_server_error", "--generation-deterministic"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+
+
+def test_fuzzing_every_read_of_the_api_changes_no_campaign(live_server, small_run, make_campaign, owner, annotator, tmp_path):
+    campaign = make_campaign(small_run, "fuzzed", heldout_fraction=0.5, overlap=1, annotators=[owner, annotator])
+    label_everything(campaign, annotator, value=lambda item: "unsupported" if item.position % 3 == 0 else "supported")
+    verdicts = write_jsonl(tmp_path / "tuned.jsonl", [{"question_id": qid_of(i), "supported": i % 2 == 0} for i in range(12)])
+    verdict_set = verdicts_import(campaign=campaign, path=verdicts, judge_config={**JUDGE, "prompt": "tuned"}).verdict_set
+    remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=owner)
+    before = labelling_state()
+
+    for user in (owner, annotator):
+        result = fuzz_reads(live_server.url, Token.objects.create(user=user).key, campaign.name, verdict_set.pk, tmp_path)
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+        assert "passed" in result.stdout
+
+    assert labelling_state() == before
