@@ -57,13 +57,13 @@ def api_requests(campaign, verdict_set):
     ]
 
 
-def send(client, method, url, data):
-    if data == "upload":
-        data = {"file": SimpleUploadedFile("v.jsonl", b'{"question_id": "q0000", "supported": false}\n'),
-                "judge_config": json.dumps({**TUNED_JUDGE, "temperature": 0.9})}
-    if method == "get":
-        return client.get(url)
-    return client.post(url, data)
+def responses(client, requests):
+    """Send every (method, url, data) request as a browser would (``"upload"``: a verdict file); yield (method, url, response)."""
+    for method, url, data in requests:
+        if data == "upload":
+            data = {"file": SimpleUploadedFile("v.jsonl", b'{"question_id": "q0000", "supported": false}\n'),
+                    "judge_config": json.dumps({**TUNED_JUDGE, "temperature": 0.9})}
+        yield method, url, client.get(url) if method == "get" else client.post(url, data)
 
 
 def nothing_changed(campaign) -> bool:
@@ -81,38 +81,33 @@ def test_annotators_are_turned_away_from_every_judge_validation_page(annotator_c
     from labelstudio_lite.labelling.models import CampaignAnnotator
 
     CampaignAnnotator.objects.create(campaign=campaign, user=annotator)  # even an annotator of this very campaign
-    for method, url, data in page_requests(campaign, verdict_set):
-        response = send(annotator_client, method, url, data)
+    for method, url, response in responses(annotator_client, page_requests(campaign, verdict_set)):
         assert response.status_code in (403, 404), (method, url, response.status_code)
     assert nothing_changed(campaign)
 
 
 def test_annotators_are_refused_by_every_judge_validation_endpoint(annotator_client, campaign, verdict_set):
-    for method, url, data in api_requests(campaign, verdict_set):
-        response = send(annotator_client, method, url, data)
+    for method, url, response in responses(annotator_client, api_requests(campaign, verdict_set)):
         assert response.status_code in (403, 404), (method, url, response.status_code)
         assert "overall" not in response.content.decode()
     assert nothing_changed(campaign)
 
 
 def test_anonymous_visitors_are_sent_to_log_in_from_every_page(client, campaign, verdict_set):
-    for method, url, data in page_requests(campaign, verdict_set):
-        response = send(client, method, url, data)
+    for method, url, response in responses(client, page_requests(campaign, verdict_set)):
         assert response.status_code == 302, (method, url, response.status_code)
         assert response["Location"].startswith(reverse("login")), url
     assert nothing_changed(campaign)
 
 
 def test_anonymous_callers_get_401_or_403_from_every_endpoint(client, campaign, verdict_set):
-    for method, url, data in api_requests(campaign, verdict_set):
-        response = send(client, method, url, data)
+    for method, url, response in responses(client, api_requests(campaign, verdict_set)):
         assert response.status_code in (401, 403), (method, url, response.status_code)
     assert nothing_changed(campaign)
 
 
 def test_an_eval_owner_reaches_every_page_and_endpoint(owner_client, campaign, verdict_set):
-    for method, url, data in page_requests(campaign, verdict_set):
-        response = send(owner_client, method, url, data)
+    for method, url, response in responses(owner_client, page_requests(campaign, verdict_set)):
         assert response.status_code in (200, 302), (method, url, response.status_code)
     for method, url, data in api_requests(campaign, verdict_set):
         response = owner_client.generic(method.upper(), url, json.dumps(data) if data else "", content_type="application/json")
