@@ -22,7 +22,7 @@ from evalcore.engine import ChunkMap
 from ..models import EvalSetVersion, Question, Row, Run, RunChunk
 from ..selectors import version_by_ref
 from .fields import FieldError, as_id, as_int, json_safe
-from .importing import about_file, create_once, in_batches, validated
+from .importing import Progress, about_file, create_once, in_batches, no_progress, validated
 from .judge_configs import judge_config_get_or_create, normalize_judge_config
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
@@ -31,7 +31,6 @@ from .run_rows import normalize_row
 from .scoring import QuestionInfo, score_rows
 from .summaries import order_metrics, slice_name, summarize_scores
 
-Progress = Callable[[int, int | None, str], None]
 BATCH = 2000
 GAINS = ("exponential", "linear")
 
@@ -41,10 +40,6 @@ class RunImportResult:
     run: Run
     created: bool
     message: str
-
-
-def _noop(done: int, total: int | None, message: str) -> None:
-    return None
 
 
 def read_chunk_map(path: Path, display: str | None = None) -> tuple[ChunkMap, list[dict[str, Any]]]:
@@ -167,7 +162,7 @@ def run_import(
     chunks_path: Path | None = None,
     description: str = "",
     user: Any = None,
-    progress: Progress = _noop,
+    progress: Progress = no_progress,
 ) -> RunImportResult:
     """Import a run's rows against an eval set version (``NAME`` for its latest or ``NAME@N``)."""
     display = display_name or path.name
