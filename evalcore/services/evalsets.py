@@ -19,7 +19,7 @@ from .fields import FieldError, as_bool, as_id, as_int, as_list, as_number, as_s
 from .importing import Progress, about_file, create_once, in_batches, no_progress, validated
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
-from .readers import Record, count_records, detect_format, read_records, read_trec_qrels
+from .readers import count_records, detect_format, read_import
 
 QUESTION_FIELDS = {"id", "question", "type", "tags", "answerable", "reference_answer", "gold"}
 RAGAS_QUESTION_FIELDS = {"user_input", "reference", "retrieved_contexts", "response", "reference_contexts"}
@@ -157,17 +157,9 @@ def _read_topics(path: Path | None) -> dict[str, str]:
     return topics
 
 
-def _records(path: Path, fmt: str, name: str) -> Iterator[Record]:
-    if fmt == "trec-qrels":
-        return read_trec_qrels(path, name)
-    if fmt == "trec-run":
-        raise ImportFailed([ImportProblem(name, None, None, "a TREC run file holds a run's rows, not questions; import it with import_run")])
-    return read_records(path, fmt, name)
-
-
 def _validated(path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector) -> Iterator[tuple[int, dict[str, Any]]]:
     return validated(
-        _records(path, fmt, name), lambda data: normalize_question(data, fmt=fmt, topics=topics), problems,
+        read_import(path, fmt, name, trec="trec-qrels", holding="questions"), lambda data: normalize_question(data, fmt=fmt, topics=topics), problems,
         key=lambda question: question["qid"],
         duplicate=lambda qid, first: f"question id {qid!r} is used twice (first on line {first}); ids must be unique",
     )

@@ -203,3 +203,24 @@ def read_trec_run(path: Path, name: str) -> Iterator[Record]:
     for qid, topic in topics.items():
         ranked = sorted(topic.docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
         yield Record(topic.line, {"id": qid, "retrieved": [d for d, _ in ranked], "trec_run_id": topic.columns[5]})
+
+
+#: The TREC formats: their reader, what the file is called, what it holds and the command that imports it.
+_TREC: dict[str, tuple[Callable[[Path, str], Iterator[Record]], str, str, str]] = {
+    "trec-qrels": (read_trec_qrels, "qrels", "gold judgments", "import_evalset"),
+    "trec-run": (read_trec_run, "TREC run", "a run's rows", "import_run"),
+}
+
+
+def read_import(path: Path, fmt: str, name: str, *, trec: str, holding: str) -> Iterator[Record]:
+    """Return the records of a file imported as ``holding`` (questions, a run's rows).
+
+    The TREC format ``trec`` is read by topic; the other TREC format is refused at once, with the
+    command that imports it; every other format streams through :func:`read_records`.
+    """
+    if fmt == trec:
+        return _TREC[fmt][0](path, name)
+    if fmt in _TREC:
+        _, called, holds, command = _TREC[fmt]
+        raise ImportFailed([ImportProblem(name, None, None, f"a {called} file holds {holds}, not {holding}; import it with {command}")])
+    return read_records(path, fmt, name)
