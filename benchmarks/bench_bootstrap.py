@@ -7,6 +7,7 @@ from functools import partial
 import numpy as np
 
 from evalcore.engine import paired_bootstrap
+from tests.engine.scipy_reference import scipy_paired_bootstrap
 
 from . import spec
 from ._common import Targets, best_time, fmt_mb, fmt_ratio, fmt_time, peak_memory, print_table
@@ -20,20 +21,7 @@ SCIPY_BATCH_ELEMENTS = 2_000_000  # resamples x n per SciPy batch: bounds its me
 
 
 def _scipy(base: np.ndarray, cand: np.ndarray, n_resamples: int):
-    from scipy import stats
-
-    batch = max(1, SCIPY_BATCH_ELEMENTS // base.size)
-    result = stats.bootstrap(
-        (base, cand),
-        lambda b, c, axis=-1: np.mean(c - b, axis=axis),
-        paired=True,
-        vectorized=True,
-        method="percentile",
-        n_resamples=n_resamples,
-        batch=batch,
-        rng=np.random.default_rng(7),
-    )
-    return result.confidence_interval
+    return scipy_paired_bootstrap(base, cand, seed=7, n_resamples=n_resamples, batch=max(1, SCIPY_BATCH_ELEMENTS // base.size))
 
 
 def run(targets: Targets, *, quick: bool = False) -> None:

@@ -56,6 +56,7 @@ import threading
 import time
 import urllib.parse
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -383,34 +384,52 @@ class Client:
         self.conn.close()
 
 
+def _label_until_done(tally: Tally, deadline: float, rng: random.Random, *, next_item: Callable[[], int | None],
+                      answer: Callable[[int, str], str | None], think: float = 0.0) -> None:
+    """Label items until the annotator's share is done or the deadline passes.
+
+    ``next_item()`` gives the next item's id, or None when there is none (having noted any error in
+    the tally); ``answer(item_id, value)`` labels it and returns what went wrong, or None.
+    """
+    while time.monotonic() < deadline:
+        item_id = next_item()
+        if item_id is None:
+            return
+        tally.served[item_id].add("")
+        if think:
+            time.sleep(rng.uniform(0.5, 1.5) * think)
+        error = answer(item_id, rng.choice(("supported", "unsupported")))
+        if error is not None:
+            tally.errors.append(error)
+            return
+        tally.labelled += 1
+    tally.errors.append("deadline reached before the share was done")
+
+
 def api_annotator(port: int, campaign: str, token: str, tally: Tally, label: str, deadline: float, rng: random.Random,
                   think: float = 0.0) -> None:
     """Label through the API: claim the next item, (read it for ``think`` s on average,) label it, until done (204)."""
     client = Client(port, tally)
     auth = {"Authorization": f"Token {token}", "Accept": "application/json"}
+
+    def next_item() -> int | None:
+        status, _, body = client.request(f"{label} next", "POST", f"/api/label/{campaign}/next/", headers=auth)
+        if status == 204:
+            return None
+        if status != 200:
+            tally.errors.append(f"next: HTTP {status} {body[:200]!r}")
+            return None
+        return json.loads(body)["item_id"]
+
+    def answer(item_id: int, value: str) -> str | None:
+        status, _, body = client.request(
+            f"{label} submit", "POST", f"/api/label/{campaign}/labels/",
+            body={"item_id": item_id, "value": value, "rationale": "benchmark"}, json_body=True, headers=auth,
+        )
+        return None if status == 201 else f"submit: HTTP {status} {body[:200]!r}"
+
     try:
-        while time.monotonic() < deadline:
-            status, _, body = client.request(f"{label} next", "POST", f"/api/label/{campaign}/next/", headers=auth)
-            if status == 204:
-                break
-            if status != 200:
-                tally.errors.append(f"next: HTTP {status} {body[:200]!r}")
-                break
-            item_id = json.loads(body)["item_id"]
-            tally.served[item_id].add("")
-            if think:
-                time.sleep(rng.uniform(0.5, 1.5) * think)
-            value = rng.choice(("supported", "unsupported"))
-            status, _, body = client.request(
-                f"{label} submit", "POST", f"/api/label/{campaign}/labels/",
-                body={"item_id": item_id, "value": value, "rationale": "benchmark"}, json_body=True, headers=auth,
-            )
-            if status != 201:
-                tally.errors.append(f"submit: HTTP {status} {body[:200]!r}")
-                break
-            tally.labelled += 1
-        else:
-            tally.errors.append("deadline reached before the share was done")
+        _label_until_done(tally, deadline, rng, next_item=next_item, answer=answer, think=think)
     finally:
         client.close()
 
@@ -418,6 +437,31 @@ def api_annotator(port: int, campaign: str, token: str, tally: Tally, label: str
 def page_annotator(port: int, campaign: str, username: str, tally: Tally, label: str, deadline: float, rng: random.Random) -> None:
     """Label through the labelling page as the browser does: log in, open the page, answer with htmx."""
     client = Client(port, tally)
+    html = ""
+
+    def next_item() -> int | None:
+        found = _ITEM_ID.search(html)
+        if found is None:
+            if "You're done" not in html and "You&#x27;re done" not in html:
+                tally.errors.append(f"page without an item nor 'done': {html[:300]!r}")
+            return None
+        return int(found.group(1))
+
+    def answer(item_id: int, value: str) -> str | None:
+        nonlocal html
+        csrf = _CSRF_INPUT.search(html).group(1)
+        status, _, page = client.request(
+            f"{label} answer", "POST", f"/label/{campaign}/answer/",
+            body={"item_id": item_id, "value": value, "rationale": "benchmark", "csrfmiddlewaretoken": csrf},
+            headers={"HX-Request": "true", "HX-Target": "item-area", "Referer": f"http://127.0.0.1:{port}/label/{campaign}/"},
+        )
+        if status != 200:
+            return f"answer: HTTP {status} {page[:200]!r}"
+        html = page.decode()
+        if 'class="error"' in html:
+            return f"answer refused: {re.search(r'class=.error.[^>]*>([^<]*)', html).group(1)}"
+        return None
+
     try:
         _, _, page = client.request(None, "GET", "/accounts/login/")
         token = _CSRF_INPUT.search(page.decode()).group(1)
@@ -432,31 +476,7 @@ def page_annotator(port: int, campaign: str, username: str, tally: Tally, label:
             tally.errors.append(f"label page: HTTP {status}")
             return
         html = page.decode()
-        while time.monotonic() < deadline:
-            found = _ITEM_ID.search(html)
-            if found is None:
-                if "You're done" not in html and "You&#x27;re done" not in html:
-                    tally.errors.append(f"page without an item nor 'done': {html[:300]!r}")
-                break
-            item_id = int(found.group(1))
-            tally.served[item_id].add("")
-            csrf = _CSRF_INPUT.search(html).group(1)
-            value = rng.choice(("supported", "unsupported"))
-            status, _, page = client.request(
-                f"{label} answer", "POST", f"/label/{campaign}/answer/",
-                body={"item_id": item_id, "value": value, "rationale": "benchmark", "csrfmiddlewaretoken": csrf},
-                headers={"HX-Request": "true", "HX-Target": "item-area", "Referer": f"http://127.0.0.1:{port}/label/{campaign}/"},
-            )
-            if status != 200:
-                tally.errors.append(f"answer: HTTP {status} {page[:200]!r}")
-                break
-            html = page.decode()
-            if 'class="error"' in html:
-                tally.errors.append(f"answer refused: {re.search(r'class=.error.[^>]*>([^<]*)', html).group(1)}")
-                break
-            tally.labelled += 1
-        else:
-            tally.errors.append("deadline reached before the share was done")
+        _label_until_done(tally, deadline, rng, next_item=next_item, answer=answer)
     finally:
         client.close()
 

@@ -41,6 +41,12 @@ class EvalOwnerAPIView(APIView):
     permission_classes = [IsEvalOwner]
 
 
+def _json_object(value: object) -> None:
+    """Refuse a JSON value that is not an object (a judge or system config)."""
+    if value is not None and not isinstance(value, dict):
+        raise serializers.ValidationError("must be a JSON object")
+
+
 class JobOutput(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     percent = serializers.IntegerField(read_only=True, allow_null=True)
@@ -104,9 +110,7 @@ class QuestionListApi(EvalOwnerAPIView):
     @extend_schema(responses=QuestionOutput(many=True), summary="The questions of one frozen version (read only)")
     def get(self, request: Request, name: str, number: int) -> Response:
         version = get_object_or_404(EvalSetVersion, eval_set__name=name, number=number)
-        paginator = LimitOffsetPagination()
-        page = paginator.paginate_queryset(version.questions.order_by("qid"), request, view=self)
-        return paginator.get_paginated_response(self.QuestionOutput(page, many=True).data)
+        return _page(self, request, version.questions.order_by("qid"), self.QuestionOutput)
 
 
 class EvalSetImportApi(EvalOwnerAPIView):
@@ -164,9 +168,7 @@ class RunListApi(EvalOwnerAPIView):
             runs = runs_on(request.query_params.get("evalset"))
         except UserFacingError as error:
             return Response({"evalset": [str(error)]}, status=400)
-        paginator = LimitOffsetPagination()
-        page = paginator.paginate_queryset(runs, request, view=self)
-        return paginator.get_paginated_response(RunOutput(page, many=True).data)
+        return _page(self, request, runs, RunOutput)
 
 
 class RunDetailApi(EvalOwnerAPIView):
@@ -207,9 +209,7 @@ class RowListApi(EvalOwnerAPIView):
         except ValueError:
             return Response({"min/max": ["must be numbers"]}, status=400)
         rows = run_rows(run, qtype=params.get("type"), metric=metric, low=low, high=high)
-        paginator = LimitOffsetPagination()
-        page = paginator.paginate_queryset(rows, request, view=self)
-        return paginator.get_paginated_response(self.RowOutput(page, many=True).data)
+        return _page(self, request, rows, self.RowOutput)
 
 
 class RunImportApi(EvalOwnerAPIView):
@@ -223,18 +223,8 @@ class RunImportApi(EvalOwnerAPIView):
         k = serializers.IntegerField(required=False, min_value=1)
         gain = serializers.ChoiceField(choices=GAINS, default="exponential")
         chunks = serializers.FileField(required=False)
-        judge_config = serializers.JSONField(required=False)
-        system_config = serializers.JSONField(required=False)
-
-        def validate_judge_config(self, value):
-            if value is not None and not isinstance(value, dict):
-                raise serializers.ValidationError("must be a JSON object")
-            return value
-
-        def validate_system_config(self, value):
-            if value is not None and not isinstance(value, dict):
-                raise serializers.ValidationError("must be a JSON object")
-            return value
+        judge_config = serializers.JSONField(required=False, validators=[_json_object])
+        system_config = serializers.JSONField(required=False, validators=[_json_object])
 
     @extend_schema(request=RunImportInput, responses={202: JobOutput}, summary="Import a run's rows, scored on the way in (a job)")
     def post(self, request: Request) -> Response:
@@ -288,6 +278,13 @@ class ComparisonDetailApi(EvalOwnerAPIView):
     def get(self, request: Request, comparison_id: int) -> Response:
         comparison = get_object_or_404(Comparison.objects.select_related("base__version__eval_set", "candidate"), pk=comparison_id)
         return Response(comparison_as_dict(comparison))
+
+
+def _page(view: APIView, request: Request, queryset, serializer_class: type[serializers.BaseSerializer]) -> Response:  # type: ignore[no-untyped-def]
+    """One page (limit and offset) of ``queryset``, serialized."""
+    paginator = LimitOffsetPagination()
+    page = paginator.paginate_queryset(queryset, request, view=view)
+    return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 
 def _valid(serializer_class: type[serializers.Serializer], data: object) -> dict:

@@ -1,4 +1,6 @@
-"""Shared fixtures: test personas, and the rules for tests that need real services.
+"""Shared fixtures: test settings, test personas, and the rules for tests that need real services.
+
+The data the tests work on is built by ``tests/factories.py``.
 
 Tests that need PostgreSQL, Redis or Chromium skip with a clear reason on a bare machine. CI
 sets ``LSL_FORBID_SKIPS=1``, which turns any skip into a failure, so nothing is silently left out
@@ -47,15 +49,18 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.fixture(autouse=True)
-def _tasks_run_inline(settings):
-    """Unit tests run Celery tasks inline (eager), even where a broker is configured.
+def _test_settings(settings, tmp_path):
+    """Every test: Celery tasks run inline (eager), even where a broker is configured; uploads land
+    in the test's own folder; passwords hash fast, so the personas log in fast.
 
-    Tests of a real worker turn this off themselves (``app.conf.task_always_eager = False``).
+    Tests of a real worker turn eager tasks off themselves (``app.conf.task_always_eager = False``).
     """
     from labelstudio_lite.celery import app
 
     settings.EMBEDDED_TASKS_IN_THREAD = False
     settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     previous = app.conf.task_always_eager
     app.conf.task_always_eager = True
     yield

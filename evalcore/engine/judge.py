@@ -251,12 +251,9 @@ def corrected_pass_rate(
     strata : sequence of Stratum
         The labelled sample by stratum: the judge's verdict, how many items people labelled and
         how many of those they passed, and the weight (stratum population / labelled).
-    iterations : int, default 10_000
-        Number of bootstrap resamples.
-    seed : int, default 7
-        Seed of the random generator.
-    confidence : float, default 0.95
-        Level of the two-sided interval.
+    iterations, seed, confidence : int, int, float, default 10_000, 7 and 0.95
+        As in :func:`kappa_bootstrap`: the number of bootstrap resamples, the seed of the random
+        generator and the level of the two-sided interval.
 
     Returns
     -------

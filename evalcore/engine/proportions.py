@@ -167,6 +167,18 @@ def proportion_interval(
     return ProportionEstimate(estimate=p, low=low, high=high, n=n, se=se, confidence=confidence, method=method)
 
 
+def _check_sd(sd: object) -> float:
+    """Return the standard deviation of per-question differences as a float, if it is a positive finite number."""
+    if isinstance(sd, bool) or not isinstance(sd, numbers.Real) or not sd > 0 or not math.isfinite(sd):
+        raise ValueError(f"sd must be a positive finite number, got {sd!r}")
+    return float(sd)
+
+
+def _z_total(confidence: float, power: float) -> float:
+    """The normal quantiles of a two-sided test at ``confidence`` plus that of ``power``: the sample-size multiplier."""
+    return z_score(confidence) + NormalDist().inv_cdf(power)
+
+
 def paired_sample_size(
     difference: float,
     *,
@@ -228,10 +240,9 @@ def paired_sample_size(
                 f"({discordant} given)"
             )
         sd = math.sqrt(variance)
-    elif isinstance(sd, bool) or not isinstance(sd, numbers.Real) or not sd > 0 or not math.isfinite(sd):
-        raise ValueError(f"sd must be a positive finite number, got {sd!r}")
-    z_total = z_score(confidence) + NormalDist().inv_cdf(power)
-    return math.ceil((z_total * float(sd) / difference) ** 2)
+    else:
+        sd = _check_sd(sd)
+    return math.ceil((_z_total(confidence, power) * sd / difference) ** 2)
 
 
 def detectable_difference(n: int, *, sd: float, confidence: float = 0.95, power: float = 0.8) -> float:
@@ -245,10 +256,9 @@ def detectable_difference(n: int, *, sd: float, confidence: float = 0.95, power:
         Paired questions.
     sd : float
         Standard deviation of the per-question differences (candidate minus baseline).
-    confidence : float, default 0.95
-        Two-sided confidence level.
-    power : float, default 0.8
-        Probability of detecting a true change of that size.
+    confidence, power : float, default 0.95 and 0.8
+        As in :func:`paired_sample_size`: the two-sided confidence level, and the probability of
+        detecting a true change of that size.
 
     Returns
     -------
@@ -261,8 +271,7 @@ def detectable_difference(n: int, *, sd: float, confidence: float = 0.95, power:
     0.049
     """
     n = check_positive_int(n, "n")
-    if isinstance(sd, bool) or not isinstance(sd, numbers.Real) or not sd > 0 or not math.isfinite(sd):
-        raise ValueError(f"sd must be a positive finite number, got {sd!r}")
+    sd = _check_sd(sd)
     confidence = check_probability(confidence, "confidence")
     power = check_probability(power, "power")
-    return (z_score(confidence) + NormalDist().inv_cdf(power)) * float(sd) / math.sqrt(n)
+    return _z_total(confidence, power) * sd / math.sqrt(n)

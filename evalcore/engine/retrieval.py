@@ -71,6 +71,20 @@ def _first_occurrences(ranked: Sequence, k: int | None = None) -> list[tuple[int
     return out
 
 
+def _check_question(
+    ranked: Sequence, gold: Gold, k: int | None, *, name: str = "gold", whole_list: bool = False
+) -> tuple[int | None, dict[Any, float]]:
+    """Check one question's arguments; return the cut-off and the relevant documents with their grades.
+
+    ``ranked`` must be an ordered sequence of ids, ``k`` a positive integer (or None, the whole
+    list, where ``whole_list`` allows it) and ``gold`` (called ``name`` in messages) ids or grades.
+    """
+    check_ranked(ranked)
+    if k is not None or not whole_list:
+        k = check_positive_int(k, "k")
+    return k, relevant_grades(gold, name)
+
+
 def _nothing_relevant(gold: Gold) -> float:
     """The score of a question with no relevant gold: 0 when it was judged (grades all 0), NaN when nothing was."""
     return 0.0 if isinstance(gold, Mapping) and len(gold) > 0 else math.nan
@@ -98,9 +112,7 @@ def recall_at_k(ranked: Sequence, gold: Gold, k: int) -> float:
     >>> round(recall_at_k(["d7", "d2", "d9", "d4", "d1"], {"d2", "d4", "d5"}, 5), 3)
     0.667
     """
-    check_ranked(ranked)
-    k = check_positive_int(k, "k")
-    relevant = relevant_grades(gold)
+    k, relevant = _check_question(ranked, gold, k)
     if not relevant:
         return _nothing_relevant(gold)
     return len(set(ranked[:k]).intersection(relevant)) / len(relevant)
@@ -131,9 +143,7 @@ def precision_at_k(ranked: Sequence, gold: Gold, k: int) -> float:
     >>> precision_at_k(["d7", "d2", "d9", "d4", "d1"], {"d2", "d4", "d5"}, 5)
     0.4
     """
-    check_ranked(ranked)
-    k = check_positive_int(k, "k")
-    relevant = relevant_grades(gold)
+    k, relevant = _check_question(ranked, gold, k)
     if not relevant:
         return _nothing_relevant(gold)
     return len(set(ranked[:k]).intersection(relevant)) / k
@@ -164,10 +174,7 @@ def reciprocal_rank(ranked: Sequence, gold: Gold, *, k: int | None = None) -> fl
     >>> reciprocal_rank(["d7", "d2", "d9"], {"d2", "d4"})
     0.5
     """
-    check_ranked(ranked)
-    if k is not None:
-        k = check_positive_int(k, "k")
-    relevant = relevant_grades(gold)
+    k, relevant = _check_question(ranked, gold, k, whole_list=True)
     if not relevant:
         return _nothing_relevant(gold)
     for rank, doc in enumerate(ranked if k is None else ranked[:k], start=1):
@@ -209,10 +216,8 @@ def ndcg_at_k(ranked: Sequence, grades: Gold, k: int, *, gain: Gain = "exponenti
     >>> round(ndcg_at_k(["d7", "d2", "d9", "d4", "d1"], {"d2": 3, "d4": 1, "d5": 2}, 5), 3)
     0.516
     """
-    check_ranked(ranked)
-    k = check_positive_int(k, "k")
     _check_gain(gain)
-    relevant = relevant_grades(grades, "grades")
+    k, relevant = _check_question(ranked, grades, k, name="grades")
     if not relevant:
         return _nothing_relevant(grades)
     hits = [(rank, relevant[doc]) for rank, doc in _first_occurrences(ranked, k) if doc in relevant]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
-from django.core.management.base import CommandError
+from django.core.management.base import BaseCommand, CommandError
 
 from ..models import Job
 from ..services.jobs import job_follow
@@ -60,3 +61,20 @@ def run_job_cli(
     if job.status == Job.Status.FAILED:
         raise CommandError(job.error)
     return job.result
+
+
+def existing_file(path: Path, what: str = "") -> str:
+    """Return the absolute path of a file named on the command line; CommandError if there is no such file.
+
+    ``what`` names the option in the message (``"chunk map"``: ``PATH: no such file (chunk map)``).
+    """
+    if not path.is_file():
+        raise CommandError(f"{path}: no such file" + (f" ({what})" if what else ""))
+    return str(path.resolve())
+
+
+def run_import_cli(command: BaseCommand, request: Callable[..., Job], *, params: Any, path: Path, quiet: bool) -> dict[str, Any]:
+    """Run an import job of the file at ``path`` as :func:`run_job_cli` does, print its message and return its result."""
+    result = run_job_cli(request, params=params, label=f"import {path.name}", stderr=command.stderr, quiet=quiet)
+    command.stdout.write(result["message"])
+    return result

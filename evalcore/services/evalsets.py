@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ..models import EvalSet, EvalSetVersion, Question
 from .fields import FieldError, as_bool, as_id, as_int, as_list, as_number, as_str_list, as_text, json_safe
-from .importing import about_file, create_once, in_batches, validated
+from .importing import Progress, about_file, create_once, in_batches, no_progress, validated
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
-from .readers import Record, count_records, detect_format, read_records, read_trec_qrels
+from .readers import count_records, detect_format, read_import
 
-Progress = Callable[[int, int | None, str], None]
 QUESTION_FIELDS = {"id", "question", "type", "tags", "answerable", "reference_answer", "gold"}
 RAGAS_QUESTION_FIELDS = {"user_input", "reference", "retrieved_contexts", "response", "reference_contexts"}
 WRITE_BATCH = 2000
@@ -32,10 +31,6 @@ class EvalSetImportResult:
     version: EvalSetVersion
     created: bool
     message: str
-
-
-def _noop(done: int, total: int | None, message: str) -> None:
-    return None
 
 
 def _clean_grade(value: float) -> float | int:
@@ -162,17 +157,9 @@ def _read_topics(path: Path | None) -> dict[str, str]:
     return topics
 
 
-def _records(path: Path, fmt: str, name: str) -> Iterator[Record]:
-    if fmt == "trec-qrels":
-        return read_trec_qrels(path, name)
-    if fmt == "trec-run":
-        raise ImportFailed([ImportProblem(name, None, None, "a TREC run file holds a run's rows, not questions; import it with import_run")])
-    return read_records(path, fmt, name)
-
-
 def _validated(path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector) -> Iterator[tuple[int, dict[str, Any]]]:
     return validated(
-        _records(path, fmt, name), lambda data: normalize_question(data, fmt=fmt, topics=topics), problems,
+        read_import(path, fmt, name, trec="trec-qrels", holding="questions"), lambda data: normalize_question(data, fmt=fmt, topics=topics), problems,
         key=lambda question: question["qid"],
         duplicate=lambda qid, first: f"question id {qid!r} is used twice (first on line {first}); ids must be unique",
     )
@@ -190,7 +177,7 @@ def evalset_import(
     description: str = "",
     note: str = "",
     user: Any = None,
-    progress: Progress = _noop,
+    progress: Progress = no_progress,
 ) -> EvalSetImportResult:
     """Create a new frozen version of eval set ``name`` from a file, or say it already exists.
 

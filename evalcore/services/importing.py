@@ -21,6 +21,14 @@ from .readers import Record
 
 T = TypeVar("T")
 
+#: A progress callback: ``(done, total or None, message)``.
+Progress = Callable[[int, int | None, str], None]
+
+
+def no_progress(done: int, total: int | None, message: str) -> None:
+    """The progress callback that reports nothing: the default where no one follows the work."""
+    return None
+
 
 def about_file(display: str, check: Callable[[], T]) -> T:
     """Run a check of the import's options; its refusal becomes a problem that names the file."""

@@ -29,12 +29,12 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from ..models import Job
+from .importing import Progress, no_progress
 from .problems import ImportFailed, UserFacingError
 
 logger = logging.getLogger(__name__)
 
 PROGRESS_TTL = 24 * 3600
-Progress = Callable[[int, int | None, str], None]
 Handler = Callable[[Any, Job, Progress], dict[str, Any]]
 
 
@@ -73,10 +73,6 @@ def job_kind(name: str) -> JobKind:
 def job_kind_label(name: str) -> str:
     kind = JOB_KINDS.get(name)
     return kind.label if kind else name.replace("_", " ")
-
-
-def _no_progress(done: int, total: int | None, message: str) -> None:
-    return None
 
 
 def _key(job_id: int) -> str:
@@ -128,7 +124,7 @@ def _run_in_thread(job_id: int) -> None:
         connection.close()
 
 
-def job_run(job_id: int, *, on_progress: Progress = _no_progress) -> Job | None:
+def job_run(job_id: int, *, on_progress: Progress = no_progress) -> Job | None:
     """Run a job to the end, recording its progress and then its result, problems or error.
 
     ``on_progress`` also receives every progress report (the CLI draws its bar with it). A job
@@ -200,7 +196,7 @@ def job_snapshot(job: Job) -> Job:
     return job
 
 
-def job_follow(job: Job, *, on_progress: Progress = _no_progress, poll_seconds: float = 0.3) -> Job:
+def job_follow(job: Job, *, on_progress: Progress = no_progress, poll_seconds: float = 0.3) -> Job:
     """Run a job created with ``start=False`` here (embedded mode) or on a worker, and wait for its end.
 
     Either way the job row ends with the same status, result, problems or error as a job

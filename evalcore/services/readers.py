@@ -7,7 +7,7 @@ and run files are grouped by topic, which needs the whole file; they are usually
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,27 +146,49 @@ def _read_parquet(path: Path, name: str) -> Iterator[Record]:
             yield Record(row, data)
 
 
-def read_trec_qrels(path: Path, name: str) -> Iterator[Record]:
-    """Yield one record per topic: ``{"id", "gold": [{"doc", "grade"}]}`` (format: ``qid 0 docno grade``)."""
-    topics: dict[str, dict[str, Any]] = {}
+@dataclass
+class _TrecTopic:
+    line: int  # where the topic first appears
+    columns: list[str]  # the columns of that first line
+    docs: dict[str, Any]  # docno -> the line's value (a grade or a score), in file order
+
+
+def _read_trec_topics(
+    path: Path, name: str, *, kind: str, layout: str, value: str, parse: Callable[[str], Any], must_be: str, repeated: str
+) -> dict[str, _TrecTopic]:
+    """Read a whitespace-separated TREC file whose lines hold the columns of ``layout``, grouped by topic (the first column).
+
+    ``value`` names the column read with ``parse`` (a ValueError says it ``must be`` so); the
+    document is the third column, and a document ``repeated`` twice for a topic is refused.
+    """
+    columns = layout.split()
+    at = columns.index(value)
+    topics: dict[str, _TrecTopic] = {}
     with path.open("r", encoding="utf-8") as handle:
         for line_no, raw in enumerate(handle, start=1):
             parts = raw.split()
             if not parts:
                 continue
-            if len(parts) != 4:
-                raise ImportFailed([ImportProblem(name, line_no, None, f"a qrels line has 4 columns (qid iteration docno grade), got {len(parts)}")])
-            qid, _, doc, grade_text = parts
+            if len(parts) != len(columns):
+                raise ImportFailed([ImportProblem(name, line_no, None, f"a {kind} line has {len(columns)} columns ({layout}), got {len(parts)}")])
+            qid, doc, text = parts[0], parts[2], parts[at]
             try:
-                grade = int(grade_text)
+                parsed = parse(text)
             except ValueError:
-                raise ImportFailed([ImportProblem(name, line_no, "grade", f"grade must be an integer, got {grade_text!r}")]) from None
-            topic = topics.setdefault(qid, {"line": line_no, "gold": {}})
-            if doc in topic["gold"]:
-                raise ImportFailed([ImportProblem(name, line_no, "docno", f"document {doc!r} is judged twice for topic {qid}")])
-            topic["gold"][doc] = grade
+                raise ImportFailed([ImportProblem(name, line_no, value, f"{value} must be {must_be}, got {text!r}")]) from None
+            topic = topics.setdefault(qid, _TrecTopic(line_no, parts, {}))
+            if doc in topic.docs:
+                raise ImportFailed([ImportProblem(name, line_no, "docno", f"document {doc!r} is {repeated} twice for topic {qid}")])
+            topic.docs[doc] = parsed
+    return topics
+
+
+def read_trec_qrels(path: Path, name: str) -> Iterator[Record]:
+    """Yield one record per topic: ``{"id", "gold": [{"doc", "grade"}]}`` (format: ``qid 0 docno grade``)."""
+    topics = _read_trec_topics(path, name, kind="qrels", layout="qid iteration docno grade", value="grade", parse=int,
+                               must_be="an integer", repeated="judged")
     for qid, topic in topics.items():
-        yield Record(topic["line"], {"id": qid, "gold": [{"doc": d, "grade": g} for d, g in topic["gold"].items()]})
+        yield Record(topic.line, {"id": qid, "gold": [{"doc": d, "grade": g} for d, g in topic.docs.items()]})
 
 
 def read_trec_run(path: Path, name: str) -> Iterator[Record]:
@@ -174,25 +196,31 @@ def read_trec_run(path: Path, name: str) -> Iterator[Record]:
 
     TREC run lines are ``qid Q0 docno rank score runid``. trec_eval ignores the rank column and
     sorts by score, descending, breaking ties by docno, descending; we do the same so our
-    numbers match the field's reference tool.
+    numbers match the field's reference tool. A topic's run id is the one on its first line.
     """
-    topics: dict[str, dict[str, Any]] = {}
-    with path.open("r", encoding="utf-8") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            parts = raw.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise ImportFailed([ImportProblem(name, line_no, None, f"a run line has 6 columns (qid Q0 docno rank score runid), got {len(parts)}")])
-            qid, _, doc, _, score_text, run_id = parts
-            try:
-                score = float(score_text)
-            except ValueError:
-                raise ImportFailed([ImportProblem(name, line_no, "score", f"score must be a number, got {score_text!r}")]) from None
-            topic = topics.setdefault(qid, {"line": line_no, "docs": {}, "run_id": run_id})
-            if doc in topic["docs"]:
-                raise ImportFailed([ImportProblem(name, line_no, "docno", f"document {doc!r} is retrieved twice for topic {qid}")])
-            topic["docs"][doc] = score
+    topics = _read_trec_topics(path, name, kind="run", layout="qid Q0 docno rank score runid", value="score", parse=float,
+                               must_be="a number", repeated="retrieved")
     for qid, topic in topics.items():
-        ranked = sorted(topic["docs"].items(), key=lambda item: (item[1], item[0]), reverse=True)
-        yield Record(topic["line"], {"id": qid, "retrieved": [d for d, _ in ranked], "trec_run_id": topic["run_id"]})
+        ranked = sorted(topic.docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        yield Record(topic.line, {"id": qid, "retrieved": [d for d, _ in ranked], "trec_run_id": topic.columns[5]})
+
+
+#: The TREC formats: their reader, what the file is called, what it holds and the command that imports it.
+_TREC: dict[str, tuple[Callable[[Path, str], Iterator[Record]], str, str, str]] = {
+    "trec-qrels": (read_trec_qrels, "qrels", "gold judgments", "import_evalset"),
+    "trec-run": (read_trec_run, "TREC run", "a run's rows", "import_run"),
+}
+
+
+def read_import(path: Path, fmt: str, name: str, *, trec: str, holding: str) -> Iterator[Record]:
+    """Return the records of a file imported as ``holding`` (questions, a run's rows).
+
+    The TREC format ``trec`` is read by topic; the other TREC format is refused at once, with the
+    command that imports it; every other format streams through :func:`read_records`.
+    """
+    if fmt == trec:
+        return _TREC[fmt][0](path, name)
+    if fmt in _TREC:
+        _, called, holds, command = _TREC[fmt]
+        raise ImportFailed([ImportProblem(name, None, None, f"a {called} file holds {holds}, not {holding}; import it with {command}")])
+    return read_records(path, fmt, name)

@@ -22,16 +22,15 @@ from evalcore.engine import ChunkMap
 from ..models import EvalSetVersion, Question, Row, Run, RunChunk
 from ..selectors import version_by_ref
 from .fields import FieldError, as_id, as_int, json_safe
-from .importing import about_file, create_once, in_batches, validated
+from .importing import Progress, about_file, create_once, in_batches, no_progress, validated
 from .judge_configs import judge_config_get_or_create, normalize_judge_config
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
-from .readers import Record, count_records, detect_format, read_records, read_trec_run
+from .readers import count_records, detect_format, read_import, read_records
 from .run_rows import normalize_row
 from .scoring import QuestionInfo, score_rows
 from .summaries import order_metrics, slice_name, summarize_scores
 
-Progress = Callable[[int, int | None, str], None]
 BATCH = 2000
 GAINS = ("exponential", "linear")
 
@@ -41,10 +40,6 @@ class RunImportResult:
     run: Run
     created: bool
     message: str
-
-
-def _noop(done: int, total: int | None, message: str) -> None:
-    return None
 
 
 def read_chunk_map(path: Path, display: str | None = None) -> tuple[ChunkMap, list[dict[str, Any]]]:
@@ -75,14 +70,6 @@ def read_chunk_map(path: Path, display: str | None = None) -> tuple[ChunkMap, li
     if not chunks:
         raise ImportFailed([ImportProblem(display, None, None, "the chunk map is empty")])
     return ChunkMap(chunks), chunks
-
-
-def _records(path: Path, fmt: str, display: str) -> Iterator[Record]:
-    if fmt == "trec-run":
-        return read_trec_run(path, display)
-    if fmt == "trec-qrels":
-        raise ImportFailed([ImportProblem(display, None, None, "a qrels file holds gold judgments, not a run's rows; import it with import_evalset")])
-    return read_records(path, fmt, display)
 
 
 @dataclass
@@ -137,7 +124,7 @@ def _validated_rows(
     k: int | None, problems: ProblemCollector,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     return validated(
-        _records(path, fmt, display), _row_checker(index, version, fmt, chunk_map, k), problems,
+        read_import(path, fmt, display, trec="trec-run", holding="a run's rows"), _row_checker(index, version, fmt, chunk_map, k), problems,
         key=lambda row: row["qid"],
         duplicate=lambda qid, first: f"question {qid!r} has a second row (first on line {first}); one row per question",
     )
@@ -167,7 +154,7 @@ def run_import(
     chunks_path: Path | None = None,
     description: str = "",
     user: Any = None,
-    progress: Progress = _noop,
+    progress: Progress = no_progress,
 ) -> RunImportResult:
     """Import a run's rows against an eval set version (``NAME`` for its latest or ``NAME@N``)."""
     display = display_name or path.name

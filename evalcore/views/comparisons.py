@@ -1,19 +1,17 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
 
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..charts import ForestRow, forest_plot_svg
 from ..forms import CompareForm
 from ..jobs import GateParams, request_gate
-from ..models import Comparison
+from ..models import Comparison, Job
 from ..selectors import changed_rows, comparisons_list
-from ..services.problems import UserFacingError
+from .jobs import job_form_page
 
 
 @require_http_methods(["GET", "POST"])
@@ -21,24 +19,19 @@ from ..services.problems import UserFacingError
 def compare(request: HttpRequest) -> HttpResponse:
     initial = {k: request.GET[k] for k in ("base", "candidate") if k in request.GET}
     form = CompareForm(request.POST or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            job = request_gate(
-                params=GateParams(
-                    base=data["base"].pk, candidate=data["candidate"].pk, metrics=data["metrics"],
-                    slice_by=None if data["slice_by"] == "none" else "type", margin=data["margin"], margins=data["margins"],
-                    lower_is_better=data["lower_is_better"], judge_policy=data["judge_policy"] or None,
-                ),
-                user=request.user,
-            )
-        except UserFacingError as error:
-            form.add_error(None, str(error))
-        else:
-            url = reverse("evalcore:job", args=[job.pk])
-            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-    status = 400 if request.method == "POST" else 200
-    return render(request, "evalcore/compare.html", {"form": form, "comparisons": comparisons_list()[:20]}, status=status)
+
+    def start(data: dict) -> Job:
+        return request_gate(
+            params=GateParams(
+                base=data["base"].pk, candidate=data["candidate"].pk, metrics=data["metrics"],
+                slice_by=None if data["slice_by"] == "none" else "type", margin=data["margin"], margins=data["margins"],
+                lower_is_better=data["lower_is_better"], judge_policy=data["judge_policy"] or None,
+            ),
+            user=request.user,
+        )
+
+    return job_form_page(request, form, start=start, template="evalcore/compare.html",
+                         context=lambda: {"comparisons": comparisons_list()[:20]})
 
 
 @require_GET

@@ -2,43 +2,36 @@ from __future__ import annotations
 
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
 
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..forms import EvalSetImportForm
 from ..jobs import EvalSetImportParams, request_evalset_import
-from ..models import EvalSetVersion
+from ..models import EvalSetVersion, Job
 from ..selectors import evalsets_with_versions, version_runs
-from ..services.problems import UserFacingError
 from ..services.uploads import save_upload
+from .jobs import job_form_page
 
 
 @require_http_methods(["GET", "POST"])
 @eval_owner_required
 def evalset_list(request: HttpRequest) -> HttpResponse:
     form = EvalSetImportForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            job = request_evalset_import(
-                params=EvalSetImportParams(
-                    path=str(save_upload(data["file"])), name=data["name"], format=data["format"] or None,
-                    display_name=data["file"].name, mode="extend" if data["extend"] else "replace",
-                    description=data["description"],
-                ),
-                user=request.user,
-            )
-        except UserFacingError as error:
-            form.add_error("file", str(error))
-        else:
-            url = reverse("evalcore:job", args=[job.pk])
-            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-    status = 400 if request.method == "POST" else 200
-    return render(request, "evalcore/evalsets.html", {"evalsets": evalsets_with_versions(), "form": form}, status=status)
+
+    def start(data: dict) -> Job:
+        return request_evalset_import(
+            params=EvalSetImportParams(
+                path=str(save_upload(data["file"])), name=data["name"], format=data["format"] or None,
+                display_name=data["file"].name, mode="extend" if data["extend"] else "replace",
+                description=data["description"],
+            ),
+            user=request.user,
+        )
+
+    return job_form_page(request, form, start=start, template="evalcore/evalsets.html", error_field="file",
+                         context=lambda: {"evalsets": evalsets_with_versions()})
 
 
 @require_GET

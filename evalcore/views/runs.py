@@ -2,47 +2,39 @@ from __future__ import annotations
 
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect
 
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..forms import RowFilterForm, RunImportForm
 from ..jobs import RunImportParams, request_run_import
-from ..models import Row, Run
+from ..models import Job, Row, Run
 from ..selectors import run_rows, runs_list
-from ..services.problems import UserFacingError
 from ..services.runs import gold_note
 from ..services.scoring import is_judge_metric
 from ..services.uploads import save_upload
+from .jobs import job_form_page
 
 
 @require_http_methods(["GET", "POST"])
 @eval_owner_required
 def run_list(request: HttpRequest) -> HttpResponse:
     form = RunImportForm(request.POST or None, request.FILES or None)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        try:
-            job = request_run_import(
-                params=RunImportParams(
-                    path=str(save_upload(data["file"])), evalset=data["evalset"], name=data["name"],
-                    format=data["format"] or None, display_name=data["file"].name, k=data["k"], gain=data["gain"],
-                    judge_config=data["judge_config"], system_config=data["system_config"],
-                    chunks_path=str(save_upload(data["chunks"])) if data.get("chunks") else None,
-                ),
-                user=request.user,
-            )
-        except UserFacingError as error:
-            form.add_error(None, str(error))
-        else:
-            url = reverse("evalcore:job", args=[job.pk])
-            return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-    status = 400 if request.method == "POST" else 200
-    return render(request, "evalcore/runs.html", {"runs": runs_list(), "form": form}, status=status)
+
+    def start(data: dict) -> Job:
+        return request_run_import(
+            params=RunImportParams(
+                path=str(save_upload(data["file"])), evalset=data["evalset"], name=data["name"],
+                format=data["format"] or None, display_name=data["file"].name, k=data["k"], gain=data["gain"],
+                judge_config=data["judge_config"], system_config=data["system_config"],
+                chunks_path=str(save_upload(data["chunks"])) if data.get("chunks") else None,
+            ),
+            user=request.user,
+        )
+
+    return job_form_page(request, form, start=start, template="evalcore/runs.html", context=lambda: {"runs": runs_list()})
 
 
 def _summary_table(run: Run) -> list[dict]:

@@ -9,28 +9,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
 
 from evalcore.engine import BootstrapResult, paired_bootstrap, percentile_positions
 from evalcore.engine import bootstrap as bootstrap_module
 
 from . import spec_reference as spec
+from .scipy_reference import scipy_paired_bootstrap
 
 RESAMPLERS = ["multinomial", "resample"]
-
-
-def scipy_interval(base, cand, *, confidence=0.95, seed=0, n_resamples=10_000):
-    result = stats.bootstrap(
-        (np.asarray(base, dtype=float), np.asarray(cand, dtype=float)),
-        lambda b, c, axis=-1: np.mean(c - b, axis=axis),
-        paired=True,
-        vectorized=True,
-        method="percentile",
-        confidence_level=confidence,
-        n_resamples=n_resamples,
-        rng=np.random.default_rng(seed),
-    )
-    return result.confidence_interval.low, result.confidence_interval.high
 
 
 @st.composite
@@ -75,17 +61,23 @@ def tolerance(base, cand, *, grid: bool = True) -> float:
 # --------------------------------------------------------------------------------------------
 
 
+def assert_interval_equals_scipy(base, cand, *, method: str, grid: bool) -> BootstrapResult:
+    """Check our interval against SciPy's on the same pairs, within the Monte Carlo tolerance; return ours."""
+    result = paired_bootstrap(base, cand, method=method)
+    low, high = scipy_paired_bootstrap(base, cand)
+    tol = tolerance(base, cand, grid=grid)
+    assert result.low == pytest.approx(low, abs=tol)
+    assert result.high == pytest.approx(high, abs=tol)
+    return result
+
+
 @pytest.mark.parametrize("method", RESAMPLERS)
 @settings(max_examples=6, deadline=None, derandomize=True)
 @given(pairs=continuous_pairs())
 def test_interval_equals_scipy_percentile_bootstrap_on_continuous_scores(method, pairs):
     base, cand = pairs
-    result = paired_bootstrap(base, cand, method=method)
-    low, high = scipy_interval(base, cand)
-    tol = tolerance(base, cand, grid=False)
+    result = assert_interval_equals_scipy(base, cand, method=method, grid=False)
     assert result.estimate == pytest.approx(float(np.mean(cand - base)), abs=1e-12)
-    assert result.low == pytest.approx(low, abs=tol)
-    assert result.high == pytest.approx(high, abs=tol)
 
 
 @pytest.mark.parametrize("method", RESAMPLERS)
@@ -93,11 +85,7 @@ def test_interval_equals_scipy_percentile_bootstrap_on_continuous_scores(method,
 @given(pairs=binary_pairs())
 def test_interval_equals_scipy_percentile_bootstrap_on_zero_one_scores(method, pairs):
     base, cand = pairs
-    result = paired_bootstrap(base, cand, method=method)
-    low, high = scipy_interval(base, cand)
-    tol = tolerance(base, cand)
-    assert result.low == pytest.approx(low, abs=tol)
-    assert result.high == pytest.approx(high, abs=tol)
+    result = assert_interval_equals_scipy(base, cand, method=method, grid=True)
     # 0/1 scores: every resampled mean lies on the 1/n grid
     n = len(base)
     assert result.low * n == pytest.approx(round(result.low * n), abs=1e-6)
@@ -107,7 +95,7 @@ def test_interval_equals_scipy_percentile_bootstrap_on_zero_one_scores(method, p
 @pytest.mark.parametrize("confidence", [0.8, 0.9, 0.99])
 def test_other_confidence_levels_equal_scipy(confidence):
     base, cand = spec.spec_bootstrap_data()
-    low, high = scipy_interval(base, cand, confidence=confidence, seed=1)
+    low, high = scipy_paired_bootstrap(base, cand, confidence=confidence, seed=1)
     for method in RESAMPLERS:
         result = paired_bootstrap(base, cand, confidence=confidence, method=method)
         assert result.low == pytest.approx(low, abs=tolerance(base, cand))
@@ -117,7 +105,7 @@ def test_other_confidence_levels_equal_scipy(confidence):
 
 def test_spec_example_equals_scipy_within_one_grid_step():
     base, cand = spec.spec_bootstrap_data()
-    low, high = scipy_interval(base, cand, seed=3)
+    low, high = scipy_paired_bootstrap(base, cand, seed=3)
     for method in RESAMPLERS:
         result = paired_bootstrap(base, cand, method=method)
         assert abs(result.low - low) <= 1 / 300 + 1e-9

@@ -322,6 +322,28 @@ def random_batch(rng, n, *, pool=30, max_len=20, max_gold=8):
     return ranked, gold, ks
 
 
+def assert_rows_equal_the_per_question_functions(frame, ranked, gold, ks, *, gain: str = "exponential") -> None:
+    """Each question's recall, precision, rr, rr@k and nDCG at its k in ``frame`` equal the single-question functions'.
+
+    A question without gold scores NaN; one with k 0 or gold holding nothing relevant scores 0.
+    """
+    got = frame[["recall@k", "precision@k", "rr", "rr@k", "ndcg@k"]].to_numpy()
+    for i, (r, g, k) in enumerate(zip(ranked, gold, ks, strict=True)):
+        if not g:
+            assert np.isnan(got[i]).all()
+        elif k == 0 or not any(v > 0 for v in g.values()):
+            assert got[i].tolist() == [0.0] * 5
+        else:
+            expected = [
+                recall_at_k(r, g, k),
+                precision_at_k(r, g, k),
+                reciprocal_rank(r, g),
+                reciprocal_rank(r, g, k=k),
+                ndcg_at_k(r, g, k, gain=gain),
+            ]
+            np.testing.assert_allclose(got[i], expected, rtol=1e-9, atol=1e-12, err_msg=f"question {i}")
+
+
 @pytest.mark.parametrize("gain", engine.GAINS)
 def test_the_dense_and_flat_kernels_give_identical_numbers(gain):
     rng = np.random.default_rng(42)
@@ -350,15 +372,7 @@ def test_batches_with_uneven_lists_equal_the_per_question_functions(case):
         for i in range(0, 200, 2):
             ranked[i] = []
     frame = score_retrieval(ranked, gold, ks, metrics=ALL_METRICS)
-    got = frame[["recall@k", "precision@k", "rr", "rr@k", "ndcg@k"]].to_numpy()
-    for i, (r, g, k) in enumerate(zip(ranked, gold, ks, strict=True)):
-        if not g:
-            assert np.isnan(got[i]).all()
-        elif k == 0 or not any(v > 0 for v in g.values()):
-            assert got[i].tolist() == [0.0] * 5
-        else:
-            expected = [recall_at_k(r, g, k), precision_at_k(r, g, k), reciprocal_rank(r, g), reciprocal_rank(r, g, k=k), ndcg_at_k(r, g, k)]
-            np.testing.assert_allclose(got[i], expected, rtol=1e-9, atol=1e-12, err_msg=f"question {i}")
+    assert_rows_equal_the_per_question_functions(frame, ranked, gold, ks)
 
 
 def test_batch_scorer_marks_questions_without_gold_unanswerable_and_scores_all_zero_gold_zero():
@@ -417,27 +431,12 @@ def test_score_encoded_from_padded_arrays_equals_score_retrieval():
 @given(question_batch(), st.sampled_from(engine.GAINS))
 def test_batch_scorer_equals_the_per_question_functions(batch, gain):
     ranked, gold, ks, _ = batch
-    columns = ["recall@k", "precision@k", "rr", "rr@k", "ndcg@k"]
     frames = {}
     for name in KERNELS:
         with kernel(name):
             frames[name] = score_retrieval(ranked, gold, ks, metrics=ALL_METRICS, gain=gain)
     pd.testing.assert_frame_equal(frames["default"], frames["flat"], check_exact=False, rtol=1e-12, atol=1e-15)
-    got = frames["default"][columns].to_numpy()
-    for i, (r, g, k) in enumerate(zip(ranked, gold, ks, strict=True)):
-        if not g:
-            assert np.isnan(got[i]).all()
-        elif k == 0 or not any(v > 0 for v in g.values()):
-            assert got[i].tolist() == [0.0] * 5
-        else:
-            expected = [
-                recall_at_k(r, g, k),
-                precision_at_k(r, g, k),
-                reciprocal_rank(r, g),
-                reciprocal_rank(r, g, k=k),
-                ndcg_at_k(r, g, k, gain=gain),
-            ]
-            np.testing.assert_allclose(got[i], expected, rtol=1e-9, atol=1e-12)
+    assert_rows_equal_the_per_question_functions(frames["default"], ranked, gold, ks, gain=gain)
 
 
 @settings(max_examples=20, deadline=None)

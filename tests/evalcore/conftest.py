@@ -1,4 +1,7 @@
-"""Fixtures for the eval sets, runs and gate tests: small files in every format, row counts, eager tasks."""
+"""Fixtures for the eval sets, runs and gate tests: the support set as files and imported, row counts, the gate command.
+
+The data comes from ``tests/factories.py``; settings for every test from ``tests/conftest.py``.
+"""
 
 from __future__ import annotations
 
@@ -22,58 +25,14 @@ from evalcore.models import (
     Run,
     RunChunk,
 )
+from evalcore.services.evalsets import evalset_import
+from evalcore.services.problems import ImportFailed
+from evalcore.services.runs import run_import
+from tests.factories import JUDGE, OTHER_JUDGE, QUESTIONS, claims, make_eval_set, make_run, ok_rows
 from tests.files import write_csv as write_csv_file
-from tests.files import write_jsonl  # noqa: F401  (used by the tests)
+from tests.files import write_jsonl
 
 COUNTED = (EvalSet, EvalSetVersion, Question, Run, Row, RunChunk, JudgeConfig, Comparison, GateDecisionRecord)
-
-JUDGE = {
-    "model": "gpt-x",
-    "model_version": "2026-05",
-    "prompt": "Is the claim supported by the context?\n{context}\n{claim}",
-    "temperature": 0.0,
-    "claim_splitting": "llm-atomic-claims-v2",
-    "library_versions": {"ragas": "0.3.9"},
-}
-OTHER_JUDGE = {**JUDGE, "model_version": "2026-09"}
-
-#: Five questions of two types: q4 is unanswerable, q5 has span gold.
-QUESTIONS: list[dict[str, Any]] = [
-    {"id": "q1", "question": "What is the refund window?", "type": "policy", "answerable": True,
-     "reference_answer": "30 days.", "gold": [{"doc": "d1", "grade": 3}, {"doc": "d2", "grade": 1}]},
-    {"id": "q2", "question": "What is the late fee?", "type": "billing", "answerable": True,
-     "reference_answer": "5 %.", "gold": [{"doc": "d3", "grade": 2}]},
-    {"id": "q3", "question": "How long is the notice period?", "type": "policy", "answerable": True,
-     "reference_answer": "14 days.", "gold": [{"doc": "d4", "grade": 1}]},
-    {"id": "q4", "question": "Who is the CEO's dentist?", "type": "billing", "answerable": False,
-     "reference_answer": "", "gold": []},
-    {"id": "q5", "question": "What is the invoice date?", "type": "billing", "answerable": True,
-     "reference_answer": "The 1st.", "gold": [{"doc": "d5", "grade": 2, "start": 100, "end": 180}]},
-]
-
-
-def ok_row(qid: str, **overrides: Any) -> dict[str, Any]:
-    """A valid run row for question ``qid`` (two claims, one supported)."""
-    row = {
-        "id": qid,
-        "retrieved": ["d1", "d9", "d3", "d4", "d5", "d7"],
-        "context_ids": ["d1", "d9", "d3"],
-        "context": "text one\n\ntext two\n\ntext three",
-        "answer": "An answer.",
-        "declined": False,
-        "claims": [{"text": "A.", "supported": True, "rationale": "stated"}, {"text": "B.", "supported": False}],
-        "scores": {"answer_relevance": 4},
-    }
-    row.update(overrides)
-    return row
-
-
-def ok_rows() -> list[dict[str, Any]]:
-    return [ok_row(q["id"]) for q in QUESTIONS]
-
-
-
-
 
 
 def pytest_collection_modifyitems(config, items):
@@ -120,19 +79,24 @@ def db_counts() -> dict[str, int]:
     return {model.__name__: model.objects.count() for model in COUNTED}
 
 
-@pytest.fixture(autouse=True)
-def _eager_tasks_and_private_media(settings, tmp_path):
-    """Tasks run inline (eager Celery, no thread); uploads land in the test's own folder."""
-    from labelstudio_lite.celery import app
-
-    settings.EMBEDDED_TASKS_IN_THREAD = False
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.MEDIA_ROOT = str(tmp_path / "media")
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # personas log in fast
-    previous = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = previous
+def refused(call, *, file: str, line: int | None = None, field: str | None = None, says: str = "") -> str:
+    """Run ``call``, expect ImportFailed, check the database did not change; return the message."""
+    before = db_counts()
+    with pytest.raises(ImportFailed) as excinfo:
+        call()
+    assert db_counts() == before, "a refused import must write nothing"
+    where = file
+    if line is not None:
+        where += f", line {line}"
+    if field is not None:
+        where += f", field '{field}'"
+    message = str(excinfo.value)
+    assert message.startswith("Nothing was imported")
+    matching = [p for p in excinfo.value.problems if str(p).startswith(where + ": ")]
+    assert matching, f"no problem at {where!r} in:\n{message}"
+    assert says in str(matching[0]), f"{says!r} not in {matching[0]}"
+    assert str(matching[0]) in message
+    return message
 
 
 @pytest.fixture
@@ -143,8 +107,6 @@ def questions_file(tmp_path) -> Path:
 @pytest.fixture
 def version(db, questions_file) -> EvalSetVersion:
     """Eval set 'support' v1, imported through the service (sealed)."""
-    from evalcore.services.evalsets import evalset_import
-
     return evalset_import(path=questions_file, name="support").version
 
 
@@ -155,8 +117,7 @@ def rows_file(tmp_path) -> Path:
 
 @pytest.fixture
 def run(version, rows_file) -> Run:
-    from evalcore.services.runs import run_import
-
+    """Run 'base' on support v1: a valid row for every question, k 3, judged by JUDGE."""
     return run_import(path=rows_file, evalset="support", name="base", k=3, judge_config=JUDGE).run
 
 
@@ -169,23 +130,16 @@ def write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
     return write_csv_file(path, header, rows, json_cells=True)
 
 
-def claims(supported: int, total: int = 2) -> list[dict]:
-    return [{"text": f"C{i}.", "supported": i < supported} for i in range(total)]
-
-
 @pytest.fixture
 def synthetic(db, tmp_path):
     """40 questions; baseline faithfulness 0.5 everywhere. Candidates: same (pass), worse (block), mixed (review)."""
-    from evalcore.services.evalsets import evalset_import
-    from evalcore.services.runs import run_import
-
     n = 40
     questions = [{"id": f"s{i:02d}", "question": f"Question {i}?", "type": "a" if i % 2 else "b", "gold": [{"doc": f"d{i}"}]} for i in range(n)]
-    evalset_import(path=write_jsonl(tmp_path / "qs.jsonl", questions), name="syn")
+    make_eval_set(folder=tmp_path, questions=questions, name="syn")
 
     def make(name, supported_of, judge=JUDGE):
         rows = [{"id": f"s{i:02d}", "retrieved": [f"d{i}"], "context_ids": [f"d{i}"], "claims": claims(supported_of(i))} for i in range(n)]
-        return run_import(path=write_jsonl(tmp_path / f"{name}.jsonl", rows), evalset="syn", name=name, k=1, judge_config=judge).run
+        return make_run(folder=tmp_path, rows=rows, evalset="syn", name=name, k=1, judge_config=judge)
 
     return {
         "base": make("base", lambda i: 1),

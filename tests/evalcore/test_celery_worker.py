@@ -22,8 +22,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from evalcore.jobs import RunImportParams, request_run_import
 from evalcore.models import EvalSetVersion, Job, Run
 from labelstudio_lite.celery import app
+from tests.factories import QUESTIONS, ok_rows
+from tests.files import write_jsonl
 
-from .conftest import QUESTIONS, ok_rows, subprocess_env, write_jsonl
+from .conftest import subprocess_env
 
 REPO = Path(__file__).resolve().parents[2]
 

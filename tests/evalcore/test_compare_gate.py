@@ -13,13 +13,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import transaction
 
-from evalcore.demo import write_demo_files
 from evalcore.models import Comparison, GateDecisionRecord, Run
 from evalcore.services.comparisons import ComparisonRefused, compare_runs
-from evalcore.services.evalsets import evalset_import
 from evalcore.services.runs import run_import
+from tests.factories import claims, demo_judge, make_demo_eval_set, make_eval_set, make_run
 
-from .conftest import claims, gate, subprocess_env, write_jsonl
+from .conftest import gate, subprocess_env
 
 pytestmark = pytest.mark.django_db
 
@@ -37,9 +36,8 @@ DEMO_SLICES = {"all", "policy", "billing", "technical", "account"}
 @pytest.fixture
 def demo(db, tmp_path):
     """The demo eval set and its two runs, imported through the real import path (as load_demo does)."""
-    paths = write_demo_files(tmp_path / "demo")
-    evalset_import(path=paths["questions"], name="support-qa")
-    judge = json.loads(paths["judge"].read_text())
+    paths = make_demo_eval_set(folder=tmp_path / "demo")
+    judge = demo_judge(paths)
     base = run_import(path=paths["base_rows"], evalset="support-qa@1", name="chunks-512", k=5, judge_config=judge,
                       chunks_path=paths["base_chunks"]).run
     cand = run_import(path=paths["cand_rows"], evalset="support-qa@1", name="chunks-256-rerank", k=5, judge_config=judge,
@@ -109,10 +107,9 @@ def test_the_demo_loads_with_the_load_demo_command_and_its_gate_blocks(db, setti
 
 def test_runs_on_different_versions_are_refused_with_what_to_do(demo, tmp_path):
     questions = [json.loads(line) for line in demo["paths"]["questions"].read_text().splitlines()][:50]
-    evalset_import(path=write_jsonl(tmp_path / "v2.jsonl", questions), name="support-qa")
+    make_eval_set(folder=tmp_path, questions=questions, name="support-qa")
     rows = [json.loads(line) for line in demo["paths"]["cand_rows"].read_text().splitlines()][:50]
-    other = run_import(path=write_jsonl(tmp_path / "r.jsonl", rows), evalset="support-qa@2", name="on-v2", k=5,
-                       judge_config=demo["judge"]).run
+    other = make_run(folder=tmp_path, rows=rows, evalset="support-qa@2", name="on-v2", k=5, judge_config=demo["judge"])
     with pytest.raises(ComparisonRefused) as excinfo:
         compare_runs(base=demo["base"], candidate=other)
     message = str(excinfo.value)
@@ -154,8 +151,8 @@ def test_asking_only_for_a_judge_metric_across_judges_is_refused_with_what_to_do
 
 def test_runs_that_answered_no_question_in_common_are_refused(demo, tmp_path):
     rows = [json.loads(line) for line in demo["paths"]["cand_rows"].read_text().splitlines()]
-    first = run_import(path=write_jsonl(tmp_path / "a.jsonl", rows[:10]), evalset="support-qa", name="first-ten", k=5).run
-    last = run_import(path=write_jsonl(tmp_path / "b.jsonl", rows[-10:]), evalset="support-qa", name="last-ten", k=5).run
+    first = make_run(folder=tmp_path, rows=rows[:10], evalset="support-qa", name="first-ten", k=5)
+    last = make_run(folder=tmp_path, rows=rows[-10:], evalset="support-qa", name="last-ten", k=5)
     with pytest.raises(ComparisonRefused, match="answered no question in common"):
         compare_runs(base=first, candidate=last)
     assert Comparison.objects.count() == 0
@@ -163,8 +160,8 @@ def test_runs_that_answered_no_question_in_common_are_refused(demo, tmp_path):
 
 def test_a_partial_candidate_is_paired_on_the_questions_both_answered(demo, tmp_path):
     rows = [json.loads(line) for line in demo["paths"]["cand_rows"].read_text().splitlines()][:150]
-    partial = run_import(path=write_jsonl(tmp_path / "part.jsonl", rows), evalset="support-qa", name="partial", k=5,
-                         judge_config=demo["judge"], chunks_path=demo["paths"]["cand_chunks"]).run
+    partial = make_run(folder=tmp_path, rows=rows, evalset="support-qa", name="partial", k=5,
+                       judge_config=demo["judge"], chunks_path=demo["paths"]["cand_chunks"])
     comparison = compare_runs(base=demo["base"], candidate=partial, metrics=["recall@5"], slice_by=None).comparison
     assert comparison.n_paired == 150
     assert any("paired on the 150 questions both runs answered" in note for note in comparison.notes)
@@ -210,10 +207,10 @@ def test_pass_review_and_block_follow_the_non_inferiority_rule(synthetic):
 
 def test_a_lower_is_better_metric_blocks_on_a_rise(db, tmp_path):
     questions = [{"id": f"s{i}", "question": f"Q{i}?"} for i in range(30)]
-    evalset_import(path=write_jsonl(tmp_path / "qs.jsonl", questions), name="lat")
+    make_eval_set(folder=tmp_path, questions=questions, name="lat")
     for name, latency in (("base", 1.0), ("slow", 2.0)):
         rows = [{"id": f"s{i}", "scores": {"latency": latency + (i % 3) * 0.1}} for i in range(30)]
-        run_import(path=write_jsonl(tmp_path / f"{name}.jsonl", rows), evalset="lat", name=name, k=1)
+        make_run(folder=tmp_path, rows=rows, evalset="lat", name=name, k=1)
     base, slow = Run.objects.get(name="base"), Run.objects.get(name="slow")
     higher = compare_runs(base=base, candidate=slow, metrics=["latency"], slice_by=None).comparison
     lower = compare_runs(base=base, candidate=slow, metrics=["latency"], slice_by=None, lower_is_better=["latency"]).comparison
@@ -357,8 +354,8 @@ def test_the_gate_command_exits_1_for_an_unknown_run(synthetic):
 
 
 def test_the_gate_command_exits_1_for_runs_on_different_versions(synthetic, tmp_path):
-    evalset_import(path=write_jsonl(tmp_path / "v2.jsonl", [{"id": "s00", "question": "Question 0?"}]), name="syn")
-    run_import(path=write_jsonl(tmp_path / "v2rows.jsonl", [{"id": "s00", "claims": claims(1)}]), evalset="syn@2", name="newer", k=1)
+    make_eval_set(folder=tmp_path / "v2", questions=[{"id": "s00", "question": "Question 0?"}], name="syn")
+    make_run(folder=tmp_path / "v2", rows=[{"id": "s00", "claims": claims(1)}], evalset="syn@2", name="newer", k=1)
     code, _, err = gate("--base", "base", "--candidate", "newer")
     assert code == 1
     assert "Run the baseline on syn v2 first" in err

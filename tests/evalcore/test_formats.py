@@ -17,8 +17,10 @@ from evalcore.services.evalsets import evalset_import
 from evalcore.services.problems import ImportFailed
 from evalcore.services.readers import read_trec_run
 from evalcore.services.runs import run_import
+from tests.factories import QUESTIONS, ok_row
+from tests.files import write_jsonl
 
-from .conftest import QUESTIONS, db_counts, ok_row, write_csv, write_jsonl
+from .conftest import db_counts, refused, write_csv
 
 pytestmark = pytest.mark.django_db
 
@@ -168,11 +170,8 @@ def test_a_ragas_score_of_nan_is_a_metric_ragas_could_not_compute_and_stays_unde
 def test_a_ragas_row_whose_question_text_is_unknown_is_refused(version, tmp_path):
     path = tmp_path / "ragas.parquet"
     pd.DataFrame([RAGAS[0], {**RAGAS[1], "user_input": "What is the meaning of life?"}]).to_parquet(path, index=False)
-    before = db_counts()
-    with pytest.raises(ImportFailed) as excinfo:
-        run_import(path=path, evalset="support", name="ragas", fmt="ragas", k=2)
-    assert "ragas.parquet, line 2, field 'user_input': matches no question's text" in str(excinfo.value)
-    assert db_counts() == before
+    refused(lambda: run_import(path=path, evalset="support", name="ragas", fmt="ragas", k=2),
+            file="ragas.parquet", line=2, field="user_input", says="matches no question's text")
 
 
 def test_a_ragas_table_can_be_the_eval_set_itself(db, tmp_path):
@@ -272,21 +271,15 @@ def test_a_malformed_trec_run_line_is_refused_with_its_line_and_nothing_is_writt
     evalset_import(path=qrels, name="tiny", fmt="trec-qrels")
     run = tmp_path / "run.txt"
     run.write_text("7 Q0 docA 1 0.9 sys\n7 Q0 docB 2 high sys\n")
-    before = db_counts()
-    with pytest.raises(ImportFailed) as excinfo:
-        run_import(path=run, evalset="tiny", name="r", fmt="trec-run", k=10)
-    assert "run.txt, line 2, field 'score': score must be a number" in str(excinfo.value)
-    assert db_counts() == before
+    refused(lambda: run_import(path=run, evalset="tiny", name="r", fmt="trec-run", k=10),
+            file="run.txt", line=2, field="score", says="score must be a number")
 
 
 def test_a_malformed_qrels_line_is_refused_with_its_line_and_nothing_is_written(db, tmp_path):
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("7 0 docA 1\n7 0 docB relevant\n")
-    before = db_counts()
-    with pytest.raises(ImportFailed) as excinfo:
-        evalset_import(path=qrels, name="tiny", fmt="trec-qrels")
-    assert "qrels.txt, line 2, field 'grade': grade must be an integer" in str(excinfo.value)
-    assert db_counts() == before
+    refused(lambda: evalset_import(path=qrels, name="tiny", fmt="trec-qrels"),
+            file="qrels.txt", line=2, field="grade", says="grade must be an integer")
 
 
 def test_a_qrels_file_is_refused_as_a_run_and_a_run_file_as_an_eval_set(db, tmp_path):
@@ -302,11 +295,8 @@ def test_a_qrels_file_is_refused_as_a_run_and_a_run_file_as_an_eval_set(db, tmp_
 def test_a_ragas_list_cell_that_is_neither_json_nor_a_python_list_is_refused(version, tmp_path):
     path = tmp_path / "ragas.csv"
     pd.DataFrame([{**RAGAS[0], "retrieved_contexts": "['Refunds within 30 days.', 'Shipping"}]).to_csv(path, index=False)
-    before = db_counts()
-    with pytest.raises(ImportFailed) as excinfo:
-        run_import(path=path, evalset="support", name="ragas", fmt="ragas", k=2)
-    assert "ragas.csv, line 2, field 'retrieved_contexts': holds malformed JSON" in str(excinfo.value)
-    assert db_counts() == before
+    refused(lambda: run_import(path=path, evalset="support", name="ragas", fmt="ragas", k=2),
+            file="ragas.csv", line=2, field="retrieved_contexts", says="holds malformed JSON")
 
 
 # ---------------------------------------------------------------------------------------------

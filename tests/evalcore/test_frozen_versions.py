@@ -13,8 +13,10 @@ from django.db.models import ProtectedError
 
 from evalcore.models import EvalSet, EvalSetVersion, FrozenError, Question
 from evalcore.services.evalsets import evalset_import, question_as_dict
+from tests.factories import QUESTIONS
+from tests.files import write_jsonl
 
-from .conftest import QUESTIONS, db_counts, write_jsonl
+from .conftest import db_counts
 
 pytestmark = pytest.mark.django_db
 

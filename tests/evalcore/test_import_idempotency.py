@@ -11,8 +11,10 @@ from evalcore.models import EvalSetVersion, Question, Row, Run
 from evalcore.services.evalsets import evalset_import
 from evalcore.services.problems import ImportFailed
 from evalcore.services.runs import run_import
+from tests.factories import JUDGE, QUESTIONS, ok_row, ok_rows
+from tests.files import write_jsonl
 
-from .conftest import JUDGE, QUESTIONS, db_counts, ok_row, ok_rows, write_jsonl
+from .conftest import db_counts
 
 pytestmark = pytest.mark.django_db
 

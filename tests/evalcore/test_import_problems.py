@@ -15,30 +15,12 @@ from evalcore.models import Run
 from evalcore.services.evalsets import evalset_import
 from evalcore.services.problems import ImportFailed
 from evalcore.services.runs import run_import
+from tests.factories import JUDGE, QUESTIONS, ok_row, ok_rows
+from tests.files import write_jsonl
 
-from .conftest import JUDGE, QUESTIONS, db_counts, ok_row, ok_rows, write_csv, write_jsonl
+from .conftest import db_counts, refused, write_csv
 
 pytestmark = pytest.mark.django_db
-
-
-def refused(call, *, file: str, line: int | None = None, field: str | None = None, says: str = "") -> str:
-    """Run ``call``, expect ImportFailed, check the database did not change; return the message."""
-    before = db_counts()
-    with pytest.raises(ImportFailed) as excinfo:
-        call()
-    assert db_counts() == before, "a refused import must write nothing"
-    where = file
-    if line is not None:
-        where += f", line {line}"
-    if field is not None:
-        where += f", field '{field}'"
-    message = str(excinfo.value)
-    assert message.startswith("Nothing was imported")
-    matching = [p for p in excinfo.value.problems if str(p).startswith(where + ": ")]
-    assert matching, f"no problem at {where!r} in:\n{message}"
-    assert says in str(matching[0]), f"{says!r} not in {matching[0]}"
-    assert str(matching[0]) in message
-    return message
 
 
 def import_questions(path, **kwargs):

@@ -7,10 +7,7 @@ import pytest
 from django.urls import reverse
 
 from evalcore.services.comparisons import compare_runs
-from evalcore.services.evalsets import evalset_import
-from evalcore.services.runs import run_import
-
-from .conftest import JUDGE, ok_row, write_jsonl
+from tests.factories import JUDGE, make_eval_set, make_run, ok_row
 
 pytestmark = pytest.mark.django_db
 
@@ -18,13 +15,12 @@ pytestmark = pytest.mark.django_db
 def comparison_of(n_questions: int, tmp_path, owner):
     """A comparison on ``n_questions`` questions of two types where every candidate row changed."""
     questions = [{"id": f"q{i:03d}", "question": f"Question {i}?", "type": "ab"[i % 2], "gold": [{"doc": "d1"}]} for i in range(n_questions)]
-    evalset_import(path=write_jsonl(tmp_path / f"q{n_questions}.jsonl", questions), name=f"set{n_questions}")
+    make_eval_set(folder=tmp_path, questions=questions, name=f"set{n_questions}")
     ids = [q["id"] for q in questions]
-    base = run_import(path=write_jsonl(tmp_path / f"b{n_questions}.jsonl", [ok_row(q) for q in ids]),
-                      evalset=f"set{n_questions}", name="base", k=3, judge_config=JUDGE).run
+    base = make_run(folder=tmp_path, rows=[ok_row(q) for q in ids], evalset=f"set{n_questions}", name="base", k=3, judge_config=JUDGE)
     worse = [{"text": "A.", "supported": False}, {"text": "B.", "supported": False}]
-    cand = run_import(path=write_jsonl(tmp_path / f"c{n_questions}.jsonl", [ok_row(q, claims=worse) for q in ids]),
-                      evalset=f"set{n_questions}", name="cand", k=3, judge_config=JUDGE).run
+    cand = make_run(folder=tmp_path, rows=[ok_row(q, claims=worse) for q in ids], evalset=f"set{n_questions}", name="cand", k=3,
+                    judge_config=JUDGE)
     return compare_runs(base=base, candidate=cand, user=owner, iterations=200).comparison
 
 

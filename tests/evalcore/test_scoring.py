@@ -8,13 +8,11 @@ import math
 
 import pytest
 
-from evalcore.demo import write_demo_files
 from evalcore.engine import ChunkMap, map_spans_to_chunks, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank
 from evalcore.models import Row
-from evalcore.services.evalsets import evalset_import
 from evalcore.services.runs import run_import
-
-from .conftest import QUESTIONS, ok_row, write_jsonl
+from tests.factories import QUESTIONS, demo_judge, make_demo_eval_set, make_eval_set, make_run, ok_row
+from tests.files import write_jsonl
 
 pytestmark = pytest.mark.django_db
 
@@ -24,8 +22,7 @@ def scores_of(run, qid: str) -> dict:
 
 
 def import_run(tmp_path, rows, *, name="r", evalset="support", **kwargs):
-    path = write_jsonl(tmp_path / f"{name}.rows.jsonl", rows)
-    return run_import(path=path, evalset=evalset, name=name, **kwargs).run
+    return make_run(folder=tmp_path, rows=rows, evalset=evalset, name=name, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,7 +93,7 @@ def chunk_map_file(tmp_path, size: int):
 
 @pytest.fixture
 def span_version(db, tmp_path):
-    return evalset_import(path=write_jsonl(tmp_path / "spans.jsonl", SPAN_QUESTIONS), name="spans").version
+    return make_eval_set(folder=tmp_path, questions=SPAN_QUESTIONS, name="spans")
 
 
 def test_the_same_span_gold_scores_both_a_512_and_a_256_chunking(span_version, tmp_path):
@@ -177,7 +174,7 @@ def test_judged_gold_without_a_relevant_document_scores_zero_and_no_gold_no_scor
         {"id": "none", "question": "No gold at all?"},
         {"id": "unans", "question": "Unanswerable?", "answerable": False},
     ]
-    evalset_import(path=write_jsonl(tmp_path / "qs.jsonl", questions), name="zeros")
+    make_eval_set(folder=tmp_path, questions=questions, name="zeros")
     rows = [{"id": q["id"], "retrieved": ["d1", "d2"], "context_ids": ["d1", "d2"]} for q in questions]
     result = run_import(path=write_jsonl(tmp_path / "rows.jsonl", rows), evalset="zeros", name="r", k=2)
     run = result.run
@@ -290,11 +287,10 @@ def test_the_summary_gives_means_intervals_and_n_per_slice(version, tmp_path):
 
 
 def test_stored_retrieval_scores_match_the_engines_single_question_functions_on_the_demo(db, tmp_path):
-    paths = write_demo_files(tmp_path / "demo")
-    evalset_import(path=paths["questions"], name="support-qa")
+    paths = make_demo_eval_set(folder=tmp_path / "demo")
     run = run_import(
         path=paths["cand_rows"], evalset="support-qa", name="cand", k=5, chunks_path=paths["cand_chunks"],
-        judge_config=json.loads(paths["judge"].read_text()),
+        judge_config=demo_judge(paths),
     ).run
     chunks = ChunkMap([json.loads(line) for line in paths["cand_chunks"].read_text().splitlines()])
     checked = spans_checked = 0

@@ -14,11 +14,10 @@ from rest_framework.authtoken.models import Token
 from evalcore.jobs import IMPORT_RUN
 from evalcore.models import Comparison, EvalSetVersion, Job, Row, Run
 from evalcore.services.comparisons import compare_runs
-from evalcore.services.evalsets import evalset_import
 from evalcore.services.jobs import progress_reporter
-from evalcore.services.runs import run_import
+from tests.factories import JUDGE, QUESTIONS, make_eval_set, make_run, ok_row, ok_rows
 
-from .conftest import JUDGE, QUESTIONS, db_counts, ok_row, ok_rows, write_jsonl
+from .conftest import db_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -41,16 +40,16 @@ ALL_IDS = [q["id"] for q in QUESTIONS + EXTRA]
 @pytest.fixture
 def big_version(db, tmp_path):
     """Eval set 'support' v1 with 25 questions: enough pairs (10 or more) for the gate to decide."""
-    return evalset_import(path=write_jsonl(tmp_path / "big.jsonl", QUESTIONS + EXTRA), name="support").version
+    return make_eval_set(folder=tmp_path, questions=QUESTIONS + EXTRA, name="support")
 
 
 @pytest.fixture
 def world(big_version, tmp_path, owner):
     """A full baseline, a partial candidate (15 of 25) with worse faithfulness, a comparison and a job."""
     base_rows = [ok_row(qid) for qid in ALL_IDS]
-    base = run_import(path=write_jsonl(tmp_path / "base.jsonl", base_rows), evalset="support", name="base", k=3, judge_config=JUDGE).run
+    base = make_run(folder=tmp_path, rows=base_rows, evalset="support", name="base", k=3, judge_config=JUDGE)
     cand_rows = [ok_row(qid, claims=[{"text": "A.", "supported": False}]) for qid in ALL_IDS[:15]]
-    cand = run_import(path=write_jsonl(tmp_path / "cand.jsonl", cand_rows), evalset="support", name="cand", k=3, judge_config=JUDGE).run
+    cand = make_run(folder=tmp_path, rows=cand_rows, evalset="support", name="cand", k=3, judge_config=JUDGE)
     comparison = compare_runs(base=base, candidate=cand, user=owner, judge_policy="off").comparison
     job = Job.objects.create(kind=IMPORT_RUN, params={}, created_by=owner)
     row = Row.objects.filter(run=base).first()
@@ -284,8 +283,8 @@ def test_an_api_run_upload_and_gate_with_a_token_end_in_a_logged_comparison(clie
 
 
 def test_an_api_gate_across_versions_is_refused_with_a_message(owner_client, world, tmp_path):
-    evalset_import(path=write_jsonl(tmp_path / "v2.jsonl", QUESTIONS[:2]), name="support")
-    run_import(path=write_jsonl(tmp_path / "r.jsonl", [ok_row("q1")]), evalset="support@2", name="newer", k=3)
+    make_eval_set(folder=tmp_path / "v2", questions=QUESTIONS[:2], name="support")
+    make_run(folder=tmp_path / "v2", rows=[ok_row("q1")], evalset="support@2", name="newer", k=3)
     response = owner_client.post("/api/gate/", {"base": f"#{world['base'].pk}", "candidate": "newer"}, content_type="application/json")
     assert response.status_code == 400
     assert "paired on one frozen eval set version" in response.json()["detail"]
@@ -421,8 +420,8 @@ def test_the_compare_form_sets_lower_is_better_as_the_api_and_the_cli_do(owner_c
 
 
 def test_the_compare_form_refuses_runs_on_different_versions(owner_client, world, tmp_path):
-    evalset_import(path=write_jsonl(tmp_path / "v2.jsonl", QUESTIONS[:2]), name="support")
-    newer = run_import(path=write_jsonl(tmp_path / "r.jsonl", [ok_row("q1")]), evalset="support@2", name="newer", k=3).run
+    make_eval_set(folder=tmp_path / "v2", questions=QUESTIONS[:2], name="support")
+    newer = make_run(folder=tmp_path / "v2", rows=[ok_row("q1")], evalset="support@2", name="newer", k=3)
     response = owner_client.post(reverse("evalcore:compare"), {
         "base": world["base"].pk, "candidate": newer.pk, "slice_by": "type", "margin": 0.02,
     })

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from labelstudio_lite.labelling.models import Adjudication, Campaign, Item, Label
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
+from tests.factories import label_items
 
 LOGIN = "login"
 ANON_API = (401, 403)
@@ -34,8 +35,8 @@ class World:
 @pytest.fixture
 def world(small_run, make_campaign, annotator, other_annotator, django_user_model) -> World:
     outsider = django_user_model.objects.create_user("carl", password="annot-pass-789", role="annotator")
-    campaign = make_campaign(small_run, "faith", overlap=2, annotators=[annotator, other_annotator])
-    elsewhere = make_campaign(small_run, "elsewhere", overlap=1, annotators=[outsider])
+    campaign = make_campaign(run=small_run, name="faith", overlap=2, annotators=[annotator, other_annotator])
+    elsewhere = make_campaign(run=small_run, name="elsewhere", overlap=1, annotators=[outsider])
     served = next_item(campaign=campaign, user=annotator)
     label = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="supported")
     held = next_item(campaign=campaign, user=annotator).item
@@ -189,9 +190,7 @@ def test_the_annotator_api_works_with_a_token_and_says_401_without_one(world, an
 
 
 def test_annotators_see_only_their_own_labels_in_recent_and_the_labels_api(world, annotator, other_annotator, annotator_client):
-    from .conftest import label_everything
-
-    label_everything(world.campaign, other_annotator, rationale="bea-only-rationale")
+    label_items(campaign=world.campaign, user=other_annotator, rationale="bea-only-rationale")
 
     recent = annotator_client.get(reverse("labelling:recent", args=[world.campaign.name])).content.decode()
     api = annotator_client.get(f"/api/label/{world.campaign.name}/labels/").json()

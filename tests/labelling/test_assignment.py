@@ -22,8 +22,8 @@ from labelstudio_lite.labelling.services.assignment import (
     submit_label,
 )
 from labelstudio_lite.labelling.services.campaigns import campaign_remove_annotator, campaign_set_annotators
+from tests.factories import label_items
 
-from .conftest import label_everything
 from .pages import open_label_page
 
 
@@ -51,7 +51,7 @@ def test_no_item_gets_more_labels_than_its_overlap_even_with_more_annotators(cam
     campaign_set_annotators(campaign=campaign, users=[carl])
 
     for user in (annotator, other_annotator, carl):
-        label_everything(campaign, user)
+        label_items(campaign=campaign, user=user)
 
     assert Label.objects.filter(item__campaign=campaign).count() == 12 * 2
     for item in Item.objects.filter(campaign=campaign):
@@ -61,7 +61,7 @@ def test_no_item_gets_more_labels_than_its_overlap_even_with_more_annotators(cam
 
 
 def test_no_annotator_is_handed_the_same_item_twice(campaign, annotator):
-    labels = label_everything(campaign, annotator)
+    labels = label_items(campaign=campaign, user=annotator)
 
     assert len(labels) == 12
     assert len({label.item_id for label in labels}) == 12
@@ -179,7 +179,7 @@ def test_a_retried_api_submit_keeps_one_label(campaign, annotator, annotator_cli
 
 
 def test_an_expired_lease_is_refused_with_a_message_and_its_slot_returns_to_the_pool(small_run, make_campaign, annotator, other_annotator):
-    campaign = make_campaign(small_run, "short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator])
+    campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator])
     served = next_item(campaign=campaign, user=annotator)
     expire(served.lease)
 
@@ -195,7 +195,7 @@ def test_an_expired_lease_is_refused_with_a_message_and_its_slot_returns_to_the_
 
 
 def test_expired_leases_are_released_when_anyone_asks_for_an_item(small_run, make_campaign, annotator, other_annotator):
-    campaign = make_campaign(small_run, "short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator])
+    campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator])
     held = next_item(campaign=campaign, user=annotator)
     expire(held.lease)
 
@@ -222,7 +222,7 @@ def test_release_expired_gives_back_only_expired_leases_once(campaign, annotator
 
 
 def test_an_expired_lease_on_the_page_shows_the_message(small_run, make_campaign, annotator, annotator_client):
-    campaign = make_campaign(small_run, "short", overlap=1, lease_seconds=60, annotators=[annotator])
+    campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=60, annotators=[annotator])
     served = next_item(campaign=campaign, user=annotator)
     expire(served.lease)
 
@@ -236,7 +236,7 @@ def test_an_expired_lease_on_the_page_shows_the_message(small_run, make_campaign
 
 
 def test_an_expired_lease_through_the_api_is_a_409_with_the_message(small_run, make_campaign, annotator, annotator_client):
-    campaign = make_campaign(small_run, "short", overlap=1, lease_seconds=60, annotators=[annotator])
+    campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=60, annotators=[annotator])
     item_id = annotator_client.post(f"/api/label/{campaign.name}/next/").json()["item_id"]
     expire(Lease.objects.get(item_id=item_id))
 
@@ -277,7 +277,7 @@ def test_the_time_spent_on_each_item_is_recorded(campaign, annotator):
 
 
 def test_a_skipped_item_goes_back_to_the_pool_for_others_at_once(small_run, make_campaign, annotator, other_annotator):
-    campaign = make_campaign(small_run, "skips", overlap=1, annotators=[annotator, other_annotator])
+    campaign = make_campaign(run=small_run, name="skips", overlap=1, annotators=[annotator, other_annotator])
     served = next_item(campaign=campaign, user=annotator)
 
     skip_item(campaign=campaign, user=annotator, item_id=served.item.pk)
@@ -325,7 +325,7 @@ def test_skipping_through_the_api_gives_the_item_back(solo_campaign, annotator, 
 
 
 def test_cant_tell_is_recorded_but_does_not_count_and_the_slot_goes_to_someone_else(small_run, make_campaign, annotator, other_annotator):
-    campaign = make_campaign(small_run, "unsure", overlap=1, annotators=[annotator, other_annotator])
+    campaign = make_campaign(run=small_run, name="unsure", overlap=1, annotators=[annotator, other_annotator])
     served = next_item(campaign=campaign, user=annotator)
 
     label = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="cant_tell", rationale="chunk cut off")
@@ -338,7 +338,7 @@ def test_cant_tell_is_recorded_but_does_not_count_and_the_slot_goes_to_someone_e
     assert next_item(campaign=campaign, user=other_annotator).item.pk == served.item.pk
     submit_label(campaign=campaign, user=other_annotator, item_id=served.item.pk, value="unsupported")
     assert item_counts(served.item.pk) == (1, 1)
-    mine = label_everything(campaign, annotator)
+    mine = label_items(campaign=campaign, user=annotator)
     assert served.item.pk not in {m.item_id for m in mine}
     assert Label.objects.filter(item_id=served.item.pk).count() == 2
 
@@ -349,7 +349,7 @@ def test_cant_tell_is_recorded_but_does_not_count_and_the_slot_goes_to_someone_e
 
 
 def test_back_lists_the_annotators_own_recent_labels_newest_first(campaign, annotator, other_annotator):
-    label_everything(campaign, other_annotator, rationale="not mine")
+    label_items(campaign=campaign, user=other_annotator, rationale="not mine")
     mine = []
     for value in ("supported", "unsupported", "cant_tell"):
         served = next_item(campaign=campaign, user=annotator)
@@ -372,7 +372,7 @@ def test_changing_a_label_between_supported_and_unsupported_keeps_the_counts(cam
 
 
 def test_changing_a_label_to_cant_tell_frees_the_slot_for_someone_else(small_run, make_campaign, annotator, other_annotator):
-    campaign = make_campaign(small_run, "back", overlap=1, annotators=[annotator, other_annotator])
+    campaign = make_campaign(run=small_run, name="back", overlap=1, annotators=[annotator, other_annotator])
     served = next_item(campaign=campaign, user=annotator)
     label = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="supported")
 
@@ -392,7 +392,7 @@ def test_changing_cant_tell_into_a_label_takes_a_free_slot(campaign, annotator):
 
 
 def test_changing_cant_tell_into_a_label_is_refused_when_the_item_filled_up_meanwhile(small_run, make_campaign, annotator, other_annotator):
-    campaign = make_campaign(small_run, "full", overlap=1, annotators=[annotator, other_annotator])
+    campaign = make_campaign(run=small_run, name="full", overlap=1, annotators=[annotator, other_annotator])
     served = next_item(campaign=campaign, user=annotator)
     unsure = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="cant_tell")
     assert next_item(campaign=campaign, user=other_annotator).item.pk == served.item.pk
@@ -436,11 +436,11 @@ def test_the_annotators_share_is_their_part_of_the_label_slots(campaign, annotat
     share = annotator_share(campaign=campaign, user=annotator)
     assert (share.done, share.target) == (0, 12)  # 12 items x overlap 2 / 2 annotators
 
-    label_everything(campaign, annotator)
+    label_items(campaign=campaign, user=annotator)
     share = annotator_share(campaign=campaign, user=annotator)
     assert (share.done, share.target, share.remaining_in_campaign) == (12, 12, 12)
 
-    label_everything(campaign, other_annotator)
+    label_items(campaign=campaign, user=other_annotator)
     assert annotator_share(campaign=campaign, user=other_annotator).remaining_in_campaign == 0
 
 
@@ -459,7 +459,7 @@ def test_removing_an_annotator_releases_their_lease_and_keeps_their_labels(campa
 
 def test_an_expired_lease_on_a_plain_form_post_is_reported_on_the_page_it_returns(small_run, make_campaign, annotator, annotator_client):
     """Without JavaScript the form posts natively and gets the whole page back, with the refusal on it."""
-    campaign = make_campaign(small_run, "short", overlap=1, lease_seconds=60, annotators=[annotator])
+    campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=60, annotators=[annotator])
     served = next_item(campaign=campaign, user=annotator)
     expire(served.lease)
 

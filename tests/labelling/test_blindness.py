@@ -18,8 +18,7 @@ from django.utils import timezone
 from labelstudio_lite.labelling.models import Item, Label, Lease
 from labelstudio_lite.labelling.selectors import blind_item
 from labelstudio_lite.labelling.services.adjudication import adjudicate
-
-from .conftest import (
+from tests.factories import (
     FAITHFULNESS_SCORE,
     JUDGE_RATIONALE_MARK,
     METADATA_MARK,
@@ -27,8 +26,9 @@ from .conftest import (
     REFERENCE_MARK,
     RELEVANCE_SCORE,
     RETRIEVED_MARK,
-    label_everything,
+    label_items,
 )
+
 from .pages import open_label_page
 
 OTHER_NAME = "ottilie-otherlabeller"
@@ -69,9 +69,9 @@ def other(django_user_model):
 @pytest.fixture(params=["answer", "claim"])
 def blind_campaign(request, small_run, make_campaign, annotator, other, owner):
     """Overlap 2: the other annotator labels every item (with a rationale) before adam starts."""
-    campaign = make_campaign(small_run, f"blind-{request.param}", unit=request.param, overlap=2, heldout_fraction=0.5,
+    campaign = make_campaign(run=small_run, name=f"blind-{request.param}", unit=request.param, overlap=2, heldout_fraction=0.5,
                              annotators=[annotator, other])
-    label_everything(campaign, other, value=lambda item: "unsupported" if item.position % 2 else "supported", rationale=OTHER_RATIONALE)
+    label_items(campaign=campaign, user=other, value=lambda item: "unsupported" if item.position % 2 else "supported", rationale=OTHER_RATIONALE)
     return campaign
 
 
@@ -157,7 +157,7 @@ def test_the_next_item_api_sends_only_the_allowlisted_fields(solo_campaign, anno
 
 
 def test_the_own_labels_api_sends_only_the_annotators_own_labels(blind_campaign, annotator, annotator_client, other):
-    label_everything(blind_campaign, annotator, rationale="my own reason")
+    label_items(campaign=blind_campaign, user=annotator, rationale="my own reason")
 
     mine = annotator_client.get(f"/api/label/{blind_campaign.name}/labels/").json()
 
@@ -192,7 +192,7 @@ def _masked(body: str, item: Item, username: str) -> str:
 
 def test_the_page_of_an_item_the_judge_rejected_is_the_page_of_one_it_accepted(small_run, make_campaign, annotator, other, client):
     """Two billing answers, one the judge marked unsupported: masked of their ids, the pages are identical."""
-    campaign = make_campaign(small_run, "twins", overlap=1, annotators=[annotator, other])
+    campaign = make_campaign(run=small_run, name="twins", overlap=1, annotators=[annotator, other])
     accepted = Item.objects.get(campaign=campaign, row__question__qid="q0001")
     rejected = Item.objects.get(campaign=campaign, row__question__qid="q0003")
     assert accepted.judge_supported and not rejected.judge_supported
@@ -210,7 +210,7 @@ def test_the_page_of_an_item_the_judge_rejected_is_the_page_of_one_it_accepted(s
 
 
 def test_the_owners_adjudication_page_hides_the_judges_verdict_too(blind_campaign, annotator, owner_client):
-    label_everything(blind_campaign, annotator, value="supported")
+    label_items(campaign=blind_campaign, user=annotator, value="supported")
 
     body = owner_client.get(reverse("labelling:adjudicate", args=[blind_campaign.name])).content.decode()
 

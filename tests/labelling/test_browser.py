@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from labelstudio_lite.labelling.models import Label, Lease
-
-from .conftest import build_run
+from tests.factories import make_marked_run
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "browser" / "artifacts"
 CHROMIUM_ARGS = [
@@ -69,8 +68,8 @@ def tab_to(page, predicate_js: str, limit: int = 60) -> None:
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_an_annotator_labels_with_the_keyboard_goes_back_changes_a_label_and_finishes(page, live_server, tmp_path, annotator, make_campaign):
-    run = build_run(tmp_path / "run", n=5, evalset="browser")
-    campaign = make_campaign(run, "keyboard", overlap=1, guidance="Judge only against the context shown.", annotators=[annotator])
+    run = make_marked_run(folder=tmp_path / "run", n=5, evalset="browser")
+    campaign = make_campaign(run=run, name="keyboard", overlap=1, guidance="Judge only against the context shown.", annotators=[annotator])
     label_url = f"{live_server.url}/label/{campaign.name}/"
 
     # log in with the keyboard
@@ -156,8 +155,8 @@ def test_an_annotator_labels_with_the_keyboard_goes_back_changes_a_label_and_fin
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_a_key_pressed_the_moment_the_next_item_swaps_in_still_answers_without_a_page_load(page, live_server, tmp_path, annotator, make_campaign):
-    run = build_run(tmp_path / "run", n=3, evalset="quick")
-    campaign = make_campaign(run, "quick", overlap=1, annotators=[annotator])
+    run = make_marked_run(folder=tmp_path / "run", n=3, evalset="quick")
+    campaign = make_campaign(run=run, name="quick", overlap=1, annotators=[annotator])
     page.goto(f"{live_server.url}/accounts/login/?next=/label/{campaign.name}/")
     page.keyboard.type("adam")
     page.keyboard.press("Tab")

@@ -18,8 +18,8 @@ from labelstudio_lite.labelling.services.campaigns import (
     plan_campaign,
     population,
 )
+from tests.factories import make_marked_run
 
-from .conftest import build_run
 from .pages import open_label_page
 
 
@@ -43,7 +43,7 @@ def test_a_claim_sample_gives_the_judges_rare_unsupported_verdict_at_least_a_qua
     rare_share = sum(not c.judge_supported for c in candidates) / len(candidates)
     assert rare_share < 0.15, "the demo's claims must make 'unsupported' the rare verdict for this test to mean anything"
 
-    campaign = make_campaign(demo_run, "claims-200", unit="claim", size=200, heldout_fraction=0.3)
+    campaign = make_campaign(run=demo_run, name="claims-200", unit="claim", size=200, heldout_fraction=0.3)
 
     items = Item.objects.filter(campaign=campaign)
     assert items.count() == 200
@@ -80,7 +80,7 @@ def test_each_verdict_is_spread_over_the_slices_in_proportion_to_their_size(demo
 
 def test_the_items_created_match_the_strata_the_owner_was_shown(demo_run, make_campaign):
     plan = plan_campaign(run=demo_run, unit="claim", size=200, seed=11, heldout_fraction=0.3)
-    campaign = make_campaign(demo_run, "claims", unit="claim", size=200, seed=11, heldout_fraction=0.3)
+    campaign = make_campaign(run=demo_run, name="claims", unit="claim", size=200, seed=11, heldout_fraction=0.3)
 
     assert campaign.strata == plan.strata
     by_stratum = Counter(Item.objects.filter(campaign=campaign).values_list("stratum", flat=True))
@@ -99,16 +99,16 @@ def test_the_items_created_match_the_strata_the_owner_was_shown(demo_run, make_c
 
 
 def test_the_same_seed_gives_the_same_items_and_the_same_splits(demo_run, make_campaign):
-    first = make_campaign(demo_run, "first", unit="claim", size=150, seed=42, heldout_fraction=0.3)
-    second = make_campaign(demo_run, "second", unit="claim", size=150, seed=42, heldout_fraction=0.3)
+    first = make_campaign(run=demo_run, name="first", unit="claim", size=150, seed=42, heldout_fraction=0.3)
+    second = make_campaign(run=demo_run, name="second", unit="claim", size=150, seed=42, heldout_fraction=0.3)
 
     assert sample_of(first) == sample_of(second)
     assert len(sample_of(first)) == 150
 
 
 def test_a_different_seed_gives_a_different_sample(demo_run, make_campaign):
-    first = make_campaign(demo_run, "first", unit="claim", size=150, seed=42)
-    other = make_campaign(demo_run, "other", unit="claim", size=150, seed=43)
+    first = make_campaign(run=demo_run, name="first", unit="claim", size=150, seed=42)
+    other = make_campaign(run=demo_run, name="other", unit="claim", size=150, seed=43)
 
     items_first = {(qid, claim) for qid, claim, _, _ in sample_of(first)}
     items_other = {(qid, claim) for qid, claim, _, _ in sample_of(other)}
@@ -144,7 +144,7 @@ def test_the_judge_verdict_and_stratum_of_an_item_cannot_change_either(solo_camp
 
 @pytest.mark.parametrize("fraction", [0.3, 0.5, 0.25])
 def test_the_heldout_fraction_is_respected_in_every_stratum(demo_run, make_campaign, fraction):
-    campaign = make_campaign(demo_run, "split", unit="claim", size=200, heldout_fraction=fraction)
+    campaign = make_campaign(run=demo_run, name="split", unit="claim", size=200, heldout_fraction=fraction)
 
     splits = Counter(Item.objects.filter(campaign=campaign).values_list("stratum", "split"))
     for s in campaign.strata:
@@ -157,8 +157,8 @@ def test_the_heldout_fraction_is_respected_in_every_stratum(demo_run, make_campa
 
 
 def test_a_heldout_fraction_of_zero_or_one_puts_every_item_in_one_split(small_run, make_campaign):
-    none_held = make_campaign(small_run, "none-held", heldout_fraction=0.0)
-    all_held = make_campaign(small_run, "all-held", heldout_fraction=1.0)
+    none_held = make_campaign(run=small_run, name="none-held", heldout_fraction=0.0)
+    all_held = make_campaign(run=small_run, name="all-held", heldout_fraction=1.0)
 
     assert set(Item.objects.filter(campaign=none_held).values_list("split", flat=True)) == {"tuning"}
     assert set(Item.objects.filter(campaign=all_held).values_list("split", flat=True)) == {"heldout"}
@@ -168,8 +168,8 @@ def test_a_heldout_fraction_of_zero_or_one_puts_every_item_in_one_split(small_ru
 def test_a_size_at_or_above_the_population_takes_every_item(demo_run, make_campaign, unit):
     available = len(population(demo_run, unit))
 
-    exact = make_campaign(demo_run, f"exact-{unit}", unit=unit, size=available)
-    larger = make_campaign(demo_run, f"larger-{unit}", unit=unit, size=available * 10)
+    exact = make_campaign(run=demo_run, name=f"exact-{unit}", unit=unit, size=available)
+    larger = make_campaign(run=demo_run, name=f"larger-{unit}", unit=unit, size=available * 10)
 
     for campaign in (exact, larger):
         items = Item.objects.filter(campaign=campaign)
@@ -218,10 +218,10 @@ def test_the_owner_sees_the_strata_and_the_warning_before_creating(owner_client,
 
 
 def test_a_claim_campaign_labels_single_claims_and_an_answer_campaign_whole_answers(tmp_path, db, make_campaign):
-    run = build_run(tmp_path, n=10, claims=3, declined=lambda i: i == 0)
+    run = make_marked_run(folder=tmp_path, n=10, claims=3, declined=lambda i: i == 0)
 
-    answers = make_campaign(run, "answers", unit="answer")
-    claims = make_campaign(run, "claims", unit="claim")
+    answers = make_campaign(run=run, name="answers", unit="answer")
+    claims = make_campaign(run=run, name="claims", unit="claim")
 
     answer_items = Item.objects.filter(campaign=answers)
     assert answer_items.count() == 9  # the declined answer has nothing to label
@@ -237,14 +237,14 @@ def test_a_claim_campaign_labels_single_claims_and_an_answer_campaign_whole_answ
 
 
 def test_the_default_judge_question_depends_on_the_unit(small_run, make_campaign):
-    assert make_campaign(small_run, "a", unit="answer").judge_question == "Is the answer supported by the context?"
-    assert make_campaign(small_run, "c", unit="claim").judge_question == "Is this claim supported by the context?"
+    assert make_campaign(run=small_run, name="a", unit="answer").judge_question == "Is the answer supported by the context?"
+    assert make_campaign(run=small_run, name="c", unit="claim").judge_question == "Is this claim supported by the context?"
 
 
 def test_annotators_are_shown_the_judges_question_verbatim_with_the_owners_guidance(small_run, make_campaign, annotator, client):
     question = 'Does the context state this claim? Answer "yes" only if every number & date is there.'
     campaign = make_campaign(
-        small_run, "verbatim", unit="claim", judge_question=question, guidance="Ignore formatting differences.", annotators=[annotator]
+        run=small_run, name="verbatim", unit="claim", judge_question=question, guidance="Ignore formatting differences.", annotators=[annotator]
     )
     client.force_login(annotator)
 
@@ -283,14 +283,14 @@ def test_bad_campaign_settings_are_refused_with_a_message_and_nothing_is_created
 
 
 def test_a_campaign_name_is_used_once(small_run, make_campaign):
-    make_campaign(small_run, "taken")
+    make_campaign(run=small_run, name="taken")
     with pytest.raises(CampaignError, match="already exists"):
-        make_campaign(small_run, "taken")
+        make_campaign(run=small_run, name="taken")
     assert Campaign.objects.count() == 1
 
 
 def test_a_run_without_judge_verdicts_cannot_be_sampled(tmp_path, db):
-    run = build_run(tmp_path, n=3, declined=lambda i: True)
+    run = make_marked_run(folder=tmp_path, n=3, declined=lambda i: True)
     with pytest.raises(CampaignError, match="no answers with judge verdicts"):
         plan_campaign(run=run, unit="answer", size=10)
 

@@ -19,9 +19,7 @@ from django.db.models import Count, F
 
 from labelstudio_lite.labelling.models import Campaign, Item, Label, Lease
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
-from labelstudio_lite.labelling.services.campaigns import campaign_create
-
-from .conftest import build_run
+from tests.factories import make_campaign, make_marked_run
 
 DEADLINE_SECONDS = 240
 
@@ -81,9 +79,9 @@ def run_annotators(campaign: Campaign, users: list) -> dict:
 
 
 def make_campaign_with_annotators(tmp_path, django_user_model, *, items: int, annotators: int, overlap: int) -> tuple[Campaign, list]:
-    run = build_run(tmp_path / "many", n=items, evalset="many", claims=1, verdicts=lambda i, c: [i % 5 != 0])
+    run = make_marked_run(folder=tmp_path / "many", n=items, evalset="many", claims=1, verdicts=lambda i, c: [i % 5 != 0])
     users = [django_user_model.objects.create_user(f"annotator{i:02d}", password="x-pass-123456", role="annotator") for i in range(annotators)]
-    campaign = campaign_create(run=run, name="crowd", unit="answer", size=items, overlap=overlap, heldout_fraction=0.3, annotators=users)
+    campaign = make_campaign(run=run, name="crowd", size=items, overlap=overlap, heldout_fraction=0.3, annotators=users)
     assert campaign.items.count() == items
     return campaign, users
 

@@ -27,9 +27,9 @@ from labelstudio_lite.labelling.models import Campaign, ExportRecord, Item
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
 from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.remeasure import remeasurement_open
-from labelstudio_lite.labelling.services.verdicts import verdicts_import
+from tests.factories import JUDGE, import_verdicts, label_items, qid_of
+from tests.files import write_csv, write_jsonl
 
-from .conftest import JUDGE, label_everything, qid_of, write_csv, write_jsonl
 from .snapshots import labelling_state
 
 APP = "labelstudio_lite.labelling"
@@ -141,13 +141,13 @@ def world(small_run, make_campaign, owner, annotator, other_annotator, tmp_path,
     """A campaign half held out, labelled by adam; the owner is an annotator too, holds an item and gave one label;
     a tuned judge's verdicts; one disagreement export; files to import."""
     settings.VAR_DIR = tmp_path / "var"
-    campaign = make_campaign(small_run, "doors", heldout_fraction=0.5, overlap=2, annotators=[owner, annotator])
-    label_everything(campaign, annotator, value=lambda item: "unsupported" if item.position % 3 == 0 else "supported")
+    campaign = make_campaign(run=small_run, name="doors", heldout_fraction=0.5, overlap=2, annotators=[owner, annotator])
+    label_items(campaign=campaign, user=annotator, value=lambda item: "unsupported" if item.position % 3 == 0 else "supported")
     first = next_item(campaign=campaign, user=owner)
     label = submit_label(campaign=campaign, user=owner, item_id=first.item.pk, value="unsupported")
     held = next_item(campaign=campaign, user=owner)
-    verdicts = write_jsonl(tmp_path / "tuned.jsonl", [{"question_id": qid_of(i), "supported": i % 2 == 0} for i in range(12)])
-    verdict_set = verdicts_import(campaign=campaign, path=verdicts, judge_config=TUNED).verdict_set
+    verdict_set = import_verdicts(folder=tmp_path, campaign=campaign, file="tuned.jsonl", judge_config=TUNED,
+                                  records=[{"question_id": qid_of(i), "supported": i % 2 == 0} for i in range(12)]).verdict_set
     remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=owner)  # so reading it answers 200
     export = disagreements_export(campaign=campaign, fmt="jsonl")
     labels = write_csv(tmp_path / "labels.csv", ["question_id", "label", "annotator"], [["q0000", "cant_tell", "ext-x"]])

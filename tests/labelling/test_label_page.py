@@ -7,8 +7,8 @@ import re
 from django.urls import reverse
 
 from labelstudio_lite.labelling.models import Item
+from tests.factories import label_items
 
-from .conftest import label_everything
 from .pages import open_label_page
 
 
@@ -46,7 +46,7 @@ def test_the_page_shows_the_question_the_context_chunks_the_answer_and_the_short
 
 
 def test_a_claim_is_highlighted_in_the_answer_and_can_be_searched_in_the_context(small_run, make_campaign, annotator, annotator_client):
-    campaign = make_campaign(small_run, "claims", unit="claim", annotators=[annotator])
+    campaign = make_campaign(run=small_run, name="claims", unit="claim", annotators=[annotator])
 
     body = open_label_page(annotator_client, campaign.name).content.decode()
 
@@ -82,7 +82,7 @@ def test_an_unreadable_answer_says_what_went_wrong(solo_campaign, annotator_clie
 
 
 def test_a_finished_share_says_so_and_offers_nothing_more(solo_campaign, annotator, annotator_client):
-    label_everything(solo_campaign, annotator)
+    label_items(campaign=solo_campaign, user=annotator)
 
     body = open_label_page(annotator_client, solo_campaign.name).content.decode()
     mine = annotator_client.get(reverse("labelling:mine")).content.decode()

@@ -15,8 +15,8 @@ from django.urls import reverse
 from evalcore.services.problems import ImportFailed
 from labelstudio_lite.labelling.models import ExportRecord, Item, Label
 from labelstudio_lite.labelling.services.label_import import labels_import
-
-from .conftest import label_everything, write_csv, write_jsonl
+from tests.factories import label_items
+from tests.files import write_csv, write_jsonl
 
 HEADER = ["question_id", "label", "annotator", "rationale"]
 
@@ -67,14 +67,14 @@ def test_imported_labels_count_against_the_overlap_of_people_labelling_in_the_ap
         ["q0000", "supported", "ext-anna", ""], ["q0000", "supported", "ext-ben", ""],
     ]))
 
-    mine = label_everything(campaign, annotator)
+    mine = label_items(campaign=campaign, user=annotator)
 
     assert "q0000" not in {label.item.row.question.qid for label in mine}
     assert Label.objects.filter(item__row__question__qid="q0000").count() == 2
 
 
 def test_a_jsonl_of_claim_labels_names_the_claim_index(tmp_path, small_run, make_campaign):
-    campaign = make_campaign(small_run, "claims", unit="claim", overlap=1)
+    campaign = make_campaign(run=small_run, name="claims", unit="claim", overlap=1)
     path = write_jsonl(tmp_path / "labels.jsonl", [
         {"question_id": "q0003", "claim_index": 1, "label": "unsupported", "annotator": "ext-anna", "rationale": "no date"},
         {"question_id": "q0003", "claim_index": 0, "label": "supported", "annotator": "ext-anna"},
@@ -175,7 +175,7 @@ def test_a_label_that_contradicts_one_already_stored_is_refused(tmp_path, campai
 
 
 def test_claim_campaigns_need_the_claim_index_and_answer_campaigns_refuse_it(tmp_path, small_run, make_campaign, campaign):
-    claims = make_campaign(small_run, "claims", unit="claim")
+    claims = make_campaign(run=small_run, name="claims", unit="claim")
     no_index = write_csv(tmp_path / "a.csv", ["question_id", "label", "annotator"], [["q0000", "supported", "x"]])
     with_index = write_csv(tmp_path / "b.csv", ["question_id", "claim_index", "label", "annotator"], [["q0000", "1", "supported", "x"]])
     out_of_range = write_csv(tmp_path / "c.csv", ["question_id", "claim_index", "label", "annotator"], [["q0000", "7", "supported", "x"]])
@@ -260,8 +260,8 @@ def test_an_eval_owner_imports_labels_from_the_overview_page(campaign, owner_cli
 
 @pytest.fixture
 def labelled(campaign, annotator, other_annotator, tmp_path):
-    label_everything(campaign, annotator, rationale="adam says so")
-    label_everything(campaign, other_annotator, value=lambda item: "unsupported" if item.row.question.qid == "q0004" else "supported")
+    label_items(campaign=campaign, user=annotator, rationale="adam says so")
+    label_items(campaign=campaign, user=other_annotator, value=lambda item: "unsupported" if item.row.question.qid == "q0004" else "supported")
     return campaign
 
 

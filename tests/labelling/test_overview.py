@@ -23,8 +23,7 @@ from labelstudio_lite.labelling.selectors import (
 )
 from labelstudio_lite.labelling.services.adjudication import adjudicate
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
-
-from .conftest import label_everything
+from tests.factories import label_items
 
 
 @pytest.fixture
@@ -51,8 +50,8 @@ def finals_by_qid(campaign) -> dict[str, tuple[str | None, str]]:
 def test_progress_counts_items_done_per_split_labels_per_annotator_and_median_seconds(
     small_run, make_campaign, annotator, other_annotator
 ):
-    campaign = make_campaign(small_run, "prog", overlap=2, heldout_fraction=0.5, annotators=[annotator, other_annotator])
-    label_everything(campaign, annotator, value=by_qid({"q0002": "cant_tell"}))
+    campaign = make_campaign(run=small_run, name="prog", overlap=2, heldout_fraction=0.5, annotators=[annotator, other_annotator])
+    label_items(campaign=campaign, user=annotator, value=by_qid({"q0002": "cant_tell"}))
     for i, label in enumerate(Label.objects.filter(annotator=annotator).order_by("pk")):
         Label.objects.filter(pk=label.pk).update(seconds=float(i + 1))  # 1 .. 12 s
     for _ in range(3):  # bea labels three items
@@ -82,7 +81,7 @@ def test_progress_counts_items_done_per_split_labels_per_annotator_and_median_se
 
 
 def test_throughput_counts_the_labels_of_the_last_hour(solo_campaign, annotator):
-    labels = label_everything(solo_campaign, annotator)
+    labels = label_items(campaign=solo_campaign, user=annotator)
     old = [label.pk for label in labels[:5]]
     Label.objects.filter(pk__in=old).update(created_at=timezone.now() - timedelta(hours=2))
 
@@ -96,8 +95,8 @@ def test_an_assigned_annotator_with_no_labels_is_listed_with_zero(campaign):
 
 
 def test_the_overview_page_shows_progress_agreement_and_final_labels(campaign, annotator, other_annotator, owner_client):
-    label_everything(campaign, annotator)
-    label_everything(campaign, other_annotator, value=by_qid({"q0001": "unsupported", "q0005": "unsupported"}))
+    label_items(campaign=campaign, user=annotator)
+    label_items(campaign=campaign, user=other_annotator, value=by_qid({"q0001": "unsupported", "q0005": "unsupported"}))
 
     body = owner_client.get(reverse("labelling:campaign", args=[campaign.name])).content.decode()
     api = owner_client.get(f"/api/campaigns/{campaign.name}/").json()
@@ -118,9 +117,9 @@ def test_the_overview_page_shows_progress_agreement_and_final_labels(campaign, a
 
 
 def test_pairwise_kappa_matches_scikit_learn_on_the_items_each_pair_shares(small_run, make_campaign, annotator, other_annotator, carl):
-    campaign = make_campaign(small_run, "agree", overlap=2, annotators=[annotator, other_annotator, carl])
-    label_everything(campaign, annotator, value=by_qid({"q0001": "unsupported", "q0003": "unsupported", "q0007": "unsupported"}))
-    label_everything(campaign, other_annotator, value=by_qid({"q0003": "unsupported", "q0004": "unsupported"}))
+    campaign = make_campaign(run=small_run, name="agree", overlap=2, annotators=[annotator, other_annotator, carl])
+    label_items(campaign=campaign, user=annotator, value=by_qid({"q0001": "unsupported", "q0003": "unsupported", "q0007": "unsupported"}))
+    label_items(campaign=campaign, user=other_annotator, value=by_qid({"q0003": "unsupported", "q0004": "unsupported"}))
     # carl labels nothing: each item got adam and bea
 
     agreement = annotator_agreement(campaign)
@@ -137,10 +136,10 @@ def test_pairwise_kappa_matches_scikit_learn_on_the_items_each_pair_shares(small
 
 
 def test_krippendorffs_alpha_matches_the_krippendorff_package_with_missing_labels(small_run, make_campaign, annotator, other_annotator, carl):
-    campaign = make_campaign(small_run, "alpha", overlap=3, annotators=[annotator, other_annotator, carl])
-    label_everything(campaign, annotator, value=by_qid({"q0001": "unsupported", "q0003": "unsupported", "q0008": "cant_tell"}))
-    label_everything(campaign, other_annotator, value=by_qid({"q0003": "unsupported", "q0004": "unsupported", "q0010": "unsupported"}))
-    label_everything(campaign, carl, value=by_qid({"q0003": "unsupported", "q0004": "unsupported", "q0006": "cant_tell"}))
+    campaign = make_campaign(run=small_run, name="alpha", overlap=3, annotators=[annotator, other_annotator, carl])
+    label_items(campaign=campaign, user=annotator, value=by_qid({"q0001": "unsupported", "q0003": "unsupported", "q0008": "cant_tell"}))
+    label_items(campaign=campaign, user=other_annotator, value=by_qid({"q0003": "unsupported", "q0004": "unsupported", "q0010": "unsupported"}))
+    label_items(campaign=campaign, user=carl, value=by_qid({"q0003": "unsupported", "q0004": "unsupported", "q0006": "cant_tell"}))
 
     agreement = annotator_agreement(campaign)
 
@@ -161,7 +160,7 @@ def test_krippendorffs_alpha_matches_the_krippendorff_package_with_missing_label
 
 
 def test_alpha_is_undefined_without_overlapping_items(solo_campaign, annotator):
-    label_everything(solo_campaign, annotator)
+    label_items(campaign=solo_campaign, user=annotator)
     agreement = annotator_agreement(solo_campaign)
     assert math.isnan(agreement.alpha) and agreement.pairs == () and agreement.overlapping_items == 0
 
@@ -172,10 +171,10 @@ def test_alpha_is_undefined_without_overlapping_items(solo_campaign, annotator):
 
 
 def test_final_labels_are_the_majority_where_there_is_one(small_run, make_campaign, annotator, other_annotator, carl):
-    campaign = make_campaign(small_run, "three", overlap=3, annotators=[annotator, other_annotator, carl])
-    label_everything(campaign, annotator, value=by_qid({"q0001": "unsupported", "q0002": "unsupported"}))
-    label_everything(campaign, other_annotator, value=by_qid({"q0001": "unsupported"}))
-    label_everything(campaign, carl)
+    campaign = make_campaign(run=small_run, name="three", overlap=3, annotators=[annotator, other_annotator, carl])
+    label_items(campaign=campaign, user=annotator, value=by_qid({"q0001": "unsupported", "q0002": "unsupported"}))
+    label_items(campaign=campaign, user=other_annotator, value=by_qid({"q0001": "unsupported"}))
+    label_items(campaign=campaign, user=carl)
 
     finals = finals_by_qid(campaign)
 
@@ -185,8 +184,8 @@ def test_final_labels_are_the_majority_where_there_is_one(small_run, make_campai
 
 
 def test_conflicts_are_listed_as_conflict_and_short_items_as_in_progress(campaign, annotator, other_annotator):
-    label_everything(campaign, annotator, value=by_qid({"q0004": "unsupported", "q0005": "cant_tell"}))
-    label_everything(campaign, other_annotator, value=by_qid({"q0006": "unsupported"}))
+    label_items(campaign=campaign, user=annotator, value=by_qid({"q0004": "unsupported", "q0005": "cant_tell"}))
+    label_items(campaign=campaign, user=other_annotator, value=by_qid({"q0006": "unsupported"}))
     untouched = Item.objects.get(campaign=campaign, row__question__qid="q0007")
     Label.objects.filter(item=untouched).delete()
     Item.objects.filter(pk=untouched.pk).update(slots_taken=0, label_count=0)
@@ -202,8 +201,8 @@ def test_conflicts_are_listed_as_conflict_and_short_items_as_in_progress(campaig
 
 
 def test_the_disagreement_list_holds_the_items_people_disagree_on(campaign, annotator, other_annotator, owner_client):
-    label_everything(campaign, annotator, value=by_qid({"q0004": "unsupported"}))
-    label_everything(campaign, other_annotator, value=by_qid({"q0006": "unsupported"}))
+    label_items(campaign=campaign, user=annotator, value=by_qid({"q0004": "unsupported"}))
+    label_items(campaign=campaign, user=other_annotator, value=by_qid({"q0006": "unsupported"}))
 
     listed = sorted(item.row.question.qid for item in disagreement_items(campaign))
     page = owner_client.get(reverse("labelling:adjudicate", args=[campaign.name])).content.decode()
@@ -215,8 +214,8 @@ def test_the_disagreement_list_holds_the_items_people_disagree_on(campaign, anno
 
 
 def test_adjudication_sets_the_final_label_of_a_conflict(campaign, annotator, other_annotator, owner, owner_client):
-    label_everything(campaign, annotator, value=by_qid({"q0004": "unsupported"}))
-    label_everything(campaign, other_annotator)
+    label_items(campaign=campaign, user=annotator, value=by_qid({"q0004": "unsupported"}))
+    label_items(campaign=campaign, user=other_annotator)
     item = Item.objects.get(campaign=campaign, row__question__qid="q0004")
 
     response = owner_client.post(reverse("labelling:adjudicate", args=[campaign.name]),
@@ -232,10 +231,10 @@ def test_adjudication_sets_the_final_label_of_a_conflict(campaign, annotator, ot
 
 
 def test_adjudicating_again_changes_the_final_label_and_overrides_a_majority(small_run, make_campaign, annotator, other_annotator, carl, owner):
-    campaign = make_campaign(small_run, "three", overlap=3, annotators=[annotator, other_annotator, carl])
-    label_everything(campaign, annotator, value=by_qid({"q0001": "unsupported"}))
-    label_everything(campaign, other_annotator)
-    label_everything(campaign, carl)
+    campaign = make_campaign(run=small_run, name="three", overlap=3, annotators=[annotator, other_annotator, carl])
+    label_items(campaign=campaign, user=annotator, value=by_qid({"q0001": "unsupported"}))
+    label_items(campaign=campaign, user=other_annotator)
+    label_items(campaign=campaign, user=carl)
     item = Item.objects.get(campaign=campaign, row__question__qid="q0001")
 
     adjudicate(campaign=campaign, item_id=item.pk, value="unsupported", user=owner)

@@ -15,8 +15,8 @@ from django.urls import reverse
 from labelstudio_lite.labelling.models import Item
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
 from labelstudio_lite.labelling.services.exports import labels_export
+from tests.factories import label_items
 
-from .conftest import label_everything
 from .pages import open_label_page
 
 # Measured after the labelling restructure; the numbers before it are in the comments (none grew).
@@ -33,8 +33,8 @@ JUDGE_REPORT_API = 11  # before the restructure: 12  (the same)
 @pytest.fixture
 def reported(small_run, make_campaign, annotator, owner):
     """A labelled answer campaign with a held-out part and one label export (so leakage has work to do)."""
-    campaign = make_campaign(small_run, "counted", heldout_fraction=0.3, annotators=[annotator])
-    label_everything(campaign, annotator, value=lambda item: "supported" if item.position % 3 else "unsupported")
+    campaign = make_campaign(run=small_run, name="counted", heldout_fraction=0.3, annotators=[annotator])
+    label_items(campaign=campaign, user=annotator, value=lambda item: "supported" if item.position % 3 else "unsupported")
     labels_export(campaign=campaign, fmt="csv", user=owner)
     return campaign
 

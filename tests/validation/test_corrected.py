@@ -12,10 +12,10 @@ from django.urls import reverse
 
 from evalcore.engine.judge import Stratum, corrected_pass_rate, rogan_gladen
 from labelstudio_lite.labelling.models import Campaign, Item
-from labelstudio_lite.labelling.services.campaigns import campaign_create
 from labelstudio_lite.labelling.services.judge_report import judge_report
+from tests.factories import answer_claims, import_labels, make_campaign, make_judged_run, word
 
-from .conftest import answer_claims, import_labels, import_run, module_data, word
+from .conftest import module_data
 
 # ----------------------------------------------------------------------------------------------
 # Rogan-Gladen
@@ -159,10 +159,10 @@ def human_of(i: int) -> bool:
 def oversampled(django_db_setup, django_db_blocker, tmp_path_factory):
     with module_data(django_db_blocker):
         folder = tmp_path_factory.mktemp("corrected")
-        built = import_run(folder, [answer_claims(judge_of(i)) for i in range(RUN_SIZE)], evalset="corr", name="corr-run")
-        campaign = campaign_create(run=built.run, name="corr", unit="answer", size=200, heldout_fraction=0.0, seed=3)
+        built = make_judged_run(folder=folder, claim_verdicts=[answer_claims(judge_of(i)) for i in range(RUN_SIZE)], evalset="corr", name="corr-run")
+        campaign = make_campaign(run=built.run, name="corr", size=200, seed=3)
         qids = Item.objects.filter(campaign=campaign).values_list("row__question__qid", flat=True)
-        import_labels(folder, campaign, [(q, None, word(human_of(int(q[1:]))), "r1", "") for q in qids])
+        import_labels(folder=folder, campaign=campaign, rows=[(q, None, word(human_of(int(q[1:]))), "r1", "") for q in qids])
         yield campaign.pk
 
 

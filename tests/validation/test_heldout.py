@@ -12,22 +12,23 @@ import pytest
 from django.urls import reverse
 
 from labelstudio_lite.labelling.models import Campaign, CampaignAnnotator, ExportRecord, Item, RemeasurementView
-from labelstudio_lite.labelling.services.campaigns import CampaignError, campaign_create, campaign_fresh_heldout
+from labelstudio_lite.labelling.services.campaigns import CampaignError, campaign_fresh_heldout
 from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.judge_report import judge_report
 from labelstudio_lite.labelling.services.remeasure import RemeasureRefused, remeasure, remeasurement_open
 from labelstudio_lite.labelling.services.verdicts import verdicts_import
-
-from .conftest import (
+from tests.factories import (
     TUNED_JUDGE,
     answer_claims,
-    build_spec_case,
-    create_spec_campaign,
-    import_run,
-    module_data,
-    shared_owner,
-    write_jsonl,
+    import_labels,
+    import_verdicts,
+    make_campaign,
+    make_judged_run,
+    word,
 )
+from tests.files import write_jsonl
+
+from .conftest import Shared, spec_campaign_once
 
 HELDOUT = 0.3
 
@@ -40,32 +41,13 @@ def tuned_verdict(case, qid: str) -> bool:
 @pytest.fixture(scope="module")
 def shared(django_db_setup, django_db_blocker, tmp_path_factory):
     """The spec run, a labelled campaign with 30 % held out, and a tuned judge's verdicts on every item."""
-    with module_data(django_db_blocker):
-        folder = tmp_path_factory.mktemp("heldout")
-        case = build_spec_case(folder)
-        campaign = create_spec_campaign(case, "spec-ho", folder, heldout_fraction=HELDOUT, user=shared_owner())
-        path = write_jsonl(folder / "tuned.verdicts.jsonl", [
+    folder = tmp_path_factory.mktemp("heldout")
+    with spec_campaign_once(django_db_blocker, folder, name="spec-ho", heldout_fraction=HELDOUT) as (case, campaign):
+        result = import_verdicts(folder=folder, campaign=campaign, file="tuned.verdicts.jsonl", judge_config=TUNED_JUDGE, records=[
             {"question_id": qid, "supported": tuned_verdict(case, qid), "rationale": f"tuned says so for {qid}"} for qid in sorted(case.human)
         ])
-        result = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
-        verdict_set, created = result.verdict_set, result.created
-        assert created
-        yield case, campaign.pk, verdict_set.pk
-
-
-@pytest.fixture
-def case(shared, db):
-    return shared[0]
-
-
-@pytest.fixture
-def campaign(shared, db):
-    return Campaign.objects.get(pk=shared[1])
-
-
-@pytest.fixture
-def verdict_set(shared, db, campaign):
-    return campaign.verdict_sets.get(pk=shared[2])
+        assert result.created
+        yield Shared(case, campaign.pk, result.verdict_set.pk)
 
 
 def split_of(campaign) -> dict[str, str]:
@@ -263,7 +245,7 @@ def test_only_held_out_items_the_new_judge_scored_are_paired(case, campaign, tmp
 
 
 def test_verdicts_of_another_campaign_are_refused(case, campaign, verdict_set, tmp_path):
-    other = campaign_create(run=case.run, name="other", unit="answer", size=200, heldout_fraction=0.5)
+    other = make_campaign(run=case.run, name="other", size=200, heldout_fraction=0.5)
 
     with pytest.raises(RemeasureRefused, match="another campaign"):
         remeasure(campaign=other, verdict_set=verdict_set)
@@ -367,8 +349,9 @@ def test_the_report_page_offers_a_fresh_held_out_sample_once_the_split_is_spent(
 @pytest.fixture
 def partial_campaign(db, tmp_path, owner, annotator):
     """A run of 90 answers and a campaign of 40 of them (30 % held out), with an annotator."""
-    built = import_run(tmp_path / "fresh", [answer_claims(i % 4 != 0) for i in range(90)], evalset="fresh", name="fresh-run")
-    return campaign_create(run=built.run, name="partial", unit="answer", size=40, heldout_fraction=0.3, user=owner,
+    built = make_judged_run(folder=tmp_path / "fresh", claim_verdicts=[answer_claims(i % 4 != 0) for i in range(90)], evalset="fresh",
+                            name="fresh-run")
+    return make_campaign(run=built.run, name="partial", size=40, heldout_fraction=0.3, user=owner,
                            annotators=[annotator], overlap=2)
 
 
@@ -411,12 +394,10 @@ def test_the_fresh_held_out_page_creates_the_campaign_and_opens_it(owner_client,
 
 
 def test_the_corrected_rate_of_a_fresh_held_out_campaign_is_about_the_whole_run(partial_campaign, tmp_path):
-    from .conftest import import_labels, word
-
     fresh = campaign_fresh_heldout(campaign=partial_campaign, name="partial-fresh", size=30)
     qids = Item.objects.filter(campaign=fresh).values_list("row__question__qid", flat=True)
     people = [(q, word(int(q[1:]) % 4 != 0 and int(q[1:]) % 9 != 0)) for q in qids]
-    import_labels(tmp_path, fresh, [(q, None, v, rater, "") for q, v in people for rater in ("r1", "r2")])  # overlap 2
+    import_labels(folder=tmp_path, campaign=fresh, rows=[(q, None, v, rater, "") for q, v in people for rater in ("r1", "r2")])  # overlap 2
 
     report = judge_report(fresh).as_dict()
     corrected = report["corrected"]

@@ -14,33 +14,20 @@ from django.urls import reverse
 from labelstudio_lite.labelling.models import Campaign, ExportRecord, RemeasurementView, VerdictSet
 from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.judge_report import judge_report
-from labelstudio_lite.labelling.services.verdicts import verdicts_import
+from tests.factories import TUNED_JUDGE, import_verdicts, make_campaign
 
-from .conftest import TUNED_JUDGE, build_spec_case, create_spec_campaign, module_data, shared_owner, write_jsonl
+from .conftest import Shared, spec_campaign_once
 
 
 @pytest.fixture(scope="module")
 def shared(django_db_setup, django_db_blocker, tmp_path_factory):
     """A labelled spec campaign (30 % held out) with a tuned judge's verdicts and one export."""
-    with module_data(django_db_blocker):
-        folder = tmp_path_factory.mktemp("perm")
-        case = build_spec_case(folder)
-        campaign = create_spec_campaign(case, "spec-perm", folder, heldout_fraction=0.3, user=shared_owner())
-        path = write_jsonl(folder / "tuned.jsonl", [{"question_id": q, "supported": True} for q in sorted(case.human)])
-        result = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
-        verdict_set = result.verdict_set
+    folder = tmp_path_factory.mktemp("perm")
+    with spec_campaign_once(django_db_blocker, folder, name="spec-perm", heldout_fraction=0.3) as (case, campaign):
+        result = import_verdicts(folder=folder, campaign=campaign, file="tuned.jsonl", judge_config=TUNED_JUDGE,
+                                 records=[{"question_id": q, "supported": True} for q in sorted(case.human)])
         disagreements_export(campaign=campaign, fmt="jsonl")
-        yield campaign.pk, verdict_set.pk
-
-
-@pytest.fixture
-def campaign(shared, db):
-    return Campaign.objects.get(pk=shared[0])
-
-
-@pytest.fixture
-def verdict_set(shared, db):
-    return VerdictSet.objects.get(pk=shared[1])
+        yield Shared(case, campaign.pk, result.verdict_set.pk)
 
 
 def page_requests(campaign, verdict_set):
@@ -73,13 +60,13 @@ def api_requests(campaign, verdict_set):
     ]
 
 
-def send(client, method, url, data):
-    if data == "upload":
-        data = {"file": SimpleUploadedFile("v.jsonl", b'{"question_id": "q0000", "supported": false}\n'),
-                "judge_config": json.dumps({**TUNED_JUDGE, "temperature": 0.9})}
-    if method == "get":
-        return client.get(url)
-    return client.post(url, data)
+def responses(client, requests):
+    """Send every (method, url, data) request as a browser would (``"upload"``: a verdict file); yield (method, url, response)."""
+    for method, url, data in requests:
+        if data == "upload":
+            data = {"file": SimpleUploadedFile("v.jsonl", b'{"question_id": "q0000", "supported": false}\n'),
+                    "judge_config": json.dumps({**TUNED_JUDGE, "temperature": 0.9})}
+        yield method, url, client.get(url) if method == "get" else client.post(url, data)
 
 
 def nothing_changed(campaign) -> bool:
@@ -97,38 +84,33 @@ def test_annotators_are_turned_away_from_every_judge_validation_page(annotator_c
     from labelstudio_lite.labelling.models import CampaignAnnotator
 
     CampaignAnnotator.objects.create(campaign=campaign, user=annotator)  # even an annotator of this very campaign
-    for method, url, data in page_requests(campaign, verdict_set):
-        response = send(annotator_client, method, url, data)
+    for method, url, response in responses(annotator_client, page_requests(campaign, verdict_set)):
         assert response.status_code in (403, 404), (method, url, response.status_code)
     assert nothing_changed(campaign)
 
 
 def test_annotators_are_refused_by_every_judge_validation_endpoint(annotator_client, campaign, verdict_set):
-    for method, url, data in api_requests(campaign, verdict_set):
-        response = send(annotator_client, method, url, data)
+    for method, url, response in responses(annotator_client, api_requests(campaign, verdict_set)):
         assert response.status_code in (403, 404), (method, url, response.status_code)
         assert "overall" not in response.content.decode()
     assert nothing_changed(campaign)
 
 
 def test_anonymous_visitors_are_sent_to_log_in_from_every_page(client, campaign, verdict_set):
-    for method, url, data in page_requests(campaign, verdict_set):
-        response = send(client, method, url, data)
+    for method, url, response in responses(client, page_requests(campaign, verdict_set)):
         assert response.status_code == 302, (method, url, response.status_code)
         assert response["Location"].startswith(reverse("login")), url
     assert nothing_changed(campaign)
 
 
 def test_anonymous_callers_get_401_or_403_from_every_endpoint(client, campaign, verdict_set):
-    for method, url, data in api_requests(campaign, verdict_set):
-        response = send(client, method, url, data)
+    for method, url, response in responses(client, api_requests(campaign, verdict_set)):
         assert response.status_code in (401, 403), (method, url, response.status_code)
     assert nothing_changed(campaign)
 
 
 def test_an_eval_owner_reaches_every_page_and_endpoint(owner_client, campaign, verdict_set):
-    for method, url, data in page_requests(campaign, verdict_set):
-        response = send(owner_client, method, url, data)
+    for method, url, response in responses(owner_client, page_requests(campaign, verdict_set)):
         assert response.status_code in (200, 302), (method, url, response.status_code)
     for method, url, data in api_requests(campaign, verdict_set):
         response = owner_client.generic(method.upper(), url, json.dumps(data) if data else "", content_type="application/json")
@@ -180,9 +162,7 @@ def test_the_report_page_plots_kappa_and_the_miss_rate_per_slice_with_intervals(
 
 
 def test_a_report_without_labels_draws_no_pictures(owner_client, campaign, db):
-    from labelstudio_lite.labelling.services.campaigns import campaign_create
-
-    empty = campaign_create(run=campaign.run, name="empty-perm", unit="answer", size=50, heldout_fraction=0.0)
+    empty = make_campaign(run=campaign.run, name="empty-perm", size=50)
 
     page = owner_client.get(reverse("labelling:report", args=[empty.name])).content.decode()
 

@@ -13,30 +13,17 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from labelstudio_lite.labelling.models import Campaign, ExportRecord
+from labelstudio_lite.labelling.models import ExportRecord
 from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.judge_report import judge_report
 
-from .conftest import build_spec_case, create_spec_campaign, module_data, shared_owner
+from .conftest import Shared, spec_campaign_once
 
 
 @pytest.fixture(scope="module")
 def shared(django_db_setup, django_db_blocker, tmp_path_factory):
-    with module_data(django_db_blocker):
-        folder = tmp_path_factory.mktemp("json")
-        case = build_spec_case(folder)
-        campaign = create_spec_campaign(case, "spec-json", folder, user=shared_owner())
-        yield case, campaign.pk
-
-
-@pytest.fixture
-def case(shared, db):
-    return shared[0]
-
-
-@pytest.fixture
-def campaign(shared, db):
-    return Campaign.objects.get(pk=shared[1])
+    with spec_campaign_once(django_db_blocker, tmp_path_factory.mktemp("json"), name="spec-json") as (case, campaign):
+        yield Shared(case, campaign.pk)
 
 
 def cli(*args: str) -> tuple[str, str]:

@@ -13,25 +13,21 @@ from statsmodels.stats.proportion import proportion_confint
 
 from evalcore.engine.judge import kappa_bootstrap
 from labelstudio_lite.labelling.models import Campaign, Item
-from labelstudio_lite.labelling.services.campaigns import campaign_create
 from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.judge_report import judge_report
-from labelstudio_lite.labelling.services.verdicts import verdicts_import
-
-from .conftest import (
+from tests.factories import (
     TUNED_JUDGE,
     TYPES,
-    build_spec_case,
-    create_spec_campaign,
     import_labels,
-    import_run,
+    import_verdicts,
     judge_why,
-    module_data,
+    make_campaign,
+    make_judged_run,
     qid_of,
-    shared_owner,
     word,
-    write_jsonl,
 )
+
+from .conftest import Shared, module_data, spec_campaign_once
 
 ANSWERS, CLAIMS = 45, 3
 
@@ -73,17 +69,12 @@ def assert_stats_match(stats: dict, expected: dict, seed: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def spec(django_db_setup, django_db_blocker, tmp_path_factory):
-    with module_data(django_db_blocker):
-        folder = tmp_path_factory.mktemp("slices")
-        case = build_spec_case(folder)
-        campaign = create_spec_campaign(case, "spec-slices", folder, user=shared_owner())
-        yield case, campaign.pk
+def shared(django_db_setup, django_db_blocker, tmp_path_factory):
+    with spec_campaign_once(django_db_blocker, tmp_path_factory.mktemp("slices"), name="spec-slices") as (case, campaign):
+        yield Shared(case, campaign.pk)
 
 
-def test_each_slice_matches_a_manual_computation_on_its_own_pairs(spec, db):
-    case, pk = spec
-    campaign = Campaign.objects.get(pk=pk)
+def test_each_slice_matches_a_manual_computation_on_its_own_pairs(case, campaign):
     by_slice = defaultdict(list)
     for qid, h in case.human.items():
         by_slice[case.built.qtype[qid]].append((h, case.judge[qid]))
@@ -98,10 +89,7 @@ def test_each_slice_matches_a_manual_computation_on_its_own_pairs(spec, db):
         assert s["miss_sentence"] == f"the judge passed {expected['missed']} of the {expected['failures']} answers people found unsupported"
 
 
-def test_the_overall_numbers_match_the_same_manual_computation(spec, db):
-    case, pk = spec
-    campaign = Campaign.objects.get(pk=pk)
-
+def test_the_overall_numbers_match_the_same_manual_computation(case, campaign):
     overall = judge_report(campaign).as_dict()["overall"]
 
     assert_stats_match(overall, manual_stats([(case.human[q], case.judge[q]) for q in case.human]), campaign.seed)
@@ -117,9 +105,9 @@ def test_a_slice_where_the_judge_collapses_shows_up_although_the_aggregate_holds
         judge = True if qtype_billing else people
         verdicts.append([True] if judge else [True, False])
         human.append(people)
-    built = import_run(tmp_path, verdicts, types=("policy", "billing"), evalset="collapse", name="collapse")
-    campaign = campaign_create(run=built.run, name="collapse", unit="answer", size=240, heldout_fraction=0.0)
-    import_labels(tmp_path, campaign, [(qid_of(i), None, word(h), "r1", "") for i, h in enumerate(human)])
+    built = make_judged_run(folder=tmp_path, claim_verdicts=verdicts, types=("policy", "billing"), evalset="collapse", name="collapse")
+    campaign = make_campaign(run=built.run, name="collapse", size=240)
+    import_labels(folder=tmp_path, campaign=campaign, rows=[(qid_of(i), None, word(h), "r1", "") for i, h in enumerate(human)])
 
     report = judge_report(campaign).as_dict()
 
@@ -150,9 +138,10 @@ def claims(django_db_setup, django_db_blocker, tmp_path_factory):
     """45 answers of three claims each, a claim campaign of all 135 claims, every claim labelled."""
     with module_data(django_db_blocker):
         folder = tmp_path_factory.mktemp("claims")
-        built = import_run(folder, [[judge_claim(i, c) for c in range(CLAIMS)] for i in range(ANSWERS)], evalset="claims", name="claims-run")
-        campaign = campaign_create(run=built.run, name="claims", unit="claim", size=1000, heldout_fraction=0.0, seed=5)
-        import_labels(folder, campaign, [
+        built = make_judged_run(folder=folder, claim_verdicts=[[judge_claim(i, c) for c in range(CLAIMS)] for i in range(ANSWERS)],
+                                evalset="claims", name="claims-run")
+        campaign = make_campaign(run=built.run, name="claims", unit="claim", size=1000, seed=5)
+        import_labels(folder=folder, campaign=campaign, rows=[
             (qid_of(i), c, word(human_claim(i, c)), "r1", f"HUMANWHY-{qid_of(i)}-{c}") for i in range(ANSWERS) for c in range(CLAIMS)
         ])
         yield built, campaign.pk
@@ -187,9 +176,9 @@ def test_a_claim_campaign_rolls_up_to_answers_unsupported_if_any_claim_is(claim_
 
 def test_the_roll_up_uses_only_the_labelled_claims_of_an_answer(claims, db, tmp_path):
     built, _ = claims
-    campaign = campaign_create(run=built.run, name="claims-part", unit="claim", size=1000, heldout_fraction=0.0)
+    campaign = make_campaign(run=built.run, name="claims-part", unit="claim", size=1000)
     labelled = [(i, c) for i in range(ANSWERS) for c in range(CLAIMS) if c < 2]  # the third claim of every answer stays unlabelled
-    import_labels(tmp_path, campaign, [(qid_of(i), c, word(human_claim(i, c)), "r1", "") for i, c in labelled])
+    import_labels(folder=tmp_path, campaign=campaign, rows=[(qid_of(i), c, word(human_claim(i, c)), "r1", "") for i, c in labelled])
 
     report = judge_report(campaign).as_dict()
 
@@ -202,8 +191,8 @@ def test_the_roll_up_uses_only_the_labelled_claims_of_an_answer(claims, db, tmp_
     assert "Labels still in progress: 45 of 135 claims have no final label yet and are left out." in report["warnings"]
 
 
-def test_an_answer_campaign_has_no_roll_up(spec, db):
-    assert "answers" not in judge_report(Campaign.objects.get(pk=spec[1])).as_dict()
+def test_an_answer_campaign_has_no_roll_up(campaign):
+    assert "answers" not in judge_report(campaign).as_dict()
 
 
 def test_the_report_page_of_a_claim_campaign_shows_the_roll_up(claim_campaign, owner_client):
@@ -238,10 +227,9 @@ def test_the_chat_form_of_a_claim_export_asks_about_the_claim(claim_campaign):
 
 
 def test_claim_verdicts_are_imported_by_question_and_claim_index(claim_campaign, tmp_path):
-    path = write_jsonl(tmp_path / "claims.verdicts.jsonl", [
+    result = import_verdicts(folder=tmp_path, campaign=claim_campaign, file="claims.verdicts.jsonl", judge_config=TUNED_JUDGE, records=[
         {"question_id": qid_of(i), "claim_index": c, "supported": human_claim(i, c)} for i in range(ANSWERS) for c in range(CLAIMS)
     ])
-    result = verdicts_import(campaign=claim_campaign, path=path, judge_config=TUNED_JUDGE)
     verdict_set, created = result.verdict_set, result.created
 
     assert created and verdict_set.verdicts.count() == ANSWERS * CLAIMS

@@ -12,7 +12,7 @@ import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.proportion import proportion_confint
 
-from labelstudio_lite.labelling.models import Campaign, ExportRecord, Item
+from labelstudio_lite.labelling.models import ExportRecord, Item
 from labelstudio_lite.labelling.services.exports import (
     DISAGREEMENT_FIELDS,
     ExportError,
@@ -20,28 +20,16 @@ from labelstudio_lite.labelling.services.exports import (
     disagreements_export,
 )
 from labelstudio_lite.labelling.services.judge_report import judge_report
+from tests.factories import human_why, judge_why
 
-from .conftest import build_spec_case, create_spec_campaign, human_why, judge_why, module_data, shared_owner
+from .conftest import Shared, spec_campaign_once
 
 
 @pytest.fixture(scope="module")
 def shared(django_db_setup, django_db_blocker, tmp_path_factory):
     """The spec run and its labelled campaign (every item in the tuning split), built once for the module."""
-    with module_data(django_db_blocker):
-        folder = tmp_path_factory.mktemp("spec")
-        case = build_spec_case(folder)
-        campaign = create_spec_campaign(case, "spec", folder, user=shared_owner())
-        yield case, campaign.pk
-
-
-@pytest.fixture
-def case(shared, db):
-    return shared[0]
-
-
-@pytest.fixture
-def campaign(shared, db):
-    return Campaign.objects.get(pk=shared[1])
+    with spec_campaign_once(django_db_blocker, tmp_path_factory.mktemp("spec"), name="spec") as (case, campaign):
+        yield Shared(case, campaign.pk)
 
 
 def qids_of(record: ExportRecord) -> set[str]:

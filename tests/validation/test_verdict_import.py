@@ -14,38 +14,18 @@ from django.urls import reverse
 from evalcore.models import Job
 from evalcore.services.problems import ImportFailed
 from labelstudio_lite.labelling.jobs import IMPORT_VERDICTS
-from labelstudio_lite.labelling.models import Campaign, Verdict, VerdictSet
+from labelstudio_lite.labelling.models import Verdict, VerdictSet
 from labelstudio_lite.labelling.services.verdicts import verdicts_import
+from tests.factories import ANSWER_JUDGE, TUNED_JUDGE
+from tests.files import write_csv, write_jsonl
 
-from .conftest import (
-    JUDGE,
-    TUNED_JUDGE,
-    build_spec_case,
-    create_spec_campaign,
-    module_data,
-    shared_owner,
-    write_csv,
-    write_jsonl,
-)
+from .conftest import Shared, spec_campaign_once
 
 
 @pytest.fixture(scope="module")
 def shared(django_db_setup, django_db_blocker, tmp_path_factory):
-    with module_data(django_db_blocker):
-        folder = tmp_path_factory.mktemp("verdicts")
-        case = build_spec_case(folder)
-        campaign = create_spec_campaign(case, "spec-verdicts", folder, heldout_fraction=0.3, user=shared_owner())
-        yield case, campaign.pk
-
-
-@pytest.fixture
-def case(shared, db):
-    return shared[0]
-
-
-@pytest.fixture
-def campaign(shared, db):
-    return Campaign.objects.get(pk=shared[1])
+    with spec_campaign_once(django_db_blocker, tmp_path_factory.mktemp("verdicts"), name="spec-verdicts", heldout_fraction=0.3) as (case, campaign):
+        yield Shared(case, campaign.pk)
 
 
 def good_records(case) -> list[dict]:
@@ -137,7 +117,7 @@ def test_the_runs_own_judge_config_is_refused(case, campaign, tmp_path):
     path = write_jsonl(tmp_path / "same.jsonl", good_records(case))
 
     with pytest.raises(ImportFailed, match="come from the run's own judge config; a re-measurement needs a different"):
-        verdicts_import(campaign=campaign, path=path, judge_config=dict(JUDGE))
+        verdicts_import(campaign=campaign, path=path, judge_config=dict(ANSWER_JUDGE))
     assert nothing_imported()
 
 
@@ -212,7 +192,7 @@ def test_the_command_reports_every_bad_line_and_imports_nothing(case, campaign, 
 
 def test_the_command_refuses_the_runs_own_judge_config(case, campaign, tmp_path):
     config = tmp_path / "same.judge.json"
-    config.write_text(json.dumps(JUDGE))
+    config.write_text(json.dumps(ANSWER_JUDGE))
     path = write_jsonl(tmp_path / "same.jsonl", good_records(case))
 
     with pytest.raises(CommandError, match="run's own judge config"):
@@ -284,7 +264,7 @@ def test_a_bad_upload_fails_its_job_with_numbered_lines_and_imports_nothing(case
 
 
 def test_an_upload_with_the_runs_own_judge_config_fails_with_the_reason(case, campaign, owner_client):
-    upload(owner_client, campaign, good_records(case), JUDGE)
+    upload(owner_client, campaign, good_records(case), ANSWER_JUDGE)
 
     job = Job.objects.get(kind=IMPORT_VERDICTS)
     assert job.status == Job.Status.FAILED and "the run's own judge config" in job.error

@@ -10,10 +10,10 @@ from statsmodels.stats.proportion import proportion_confint
 
 from labelstudio_lite.labelling.models import Campaign, Item
 from labelstudio_lite.labelling.services.adjudication import adjudicate
-from labelstudio_lite.labelling.services.campaigns import campaign_create
 from labelstudio_lite.labelling.services.judge_report import judge_report
+from tests.factories import answer_claims, import_labels, make_campaign, make_judged_run, qid_of, word
 
-from .conftest import answer_claims, import_labels, import_run, module_data, qid_of, word
+from .conftest import module_data
 
 N = 60
 
@@ -34,7 +34,8 @@ def human_of(i: int) -> bool:
 @pytest.fixture(scope="module")
 def shared(django_db_setup, django_db_blocker, tmp_path_factory):
     with module_data(django_db_blocker):
-        built = import_run(tmp_path_factory.mktemp("warn"), [answer_claims(judge_of(i)) for i in range(N)], evalset="warn", name="warn-run")
+        built = make_judged_run(folder=tmp_path_factory.mktemp("warn"), claim_verdicts=[answer_claims(judge_of(i)) for i in range(N)], evalset="warn",
+                                name="warn-run")
         yield built.run.pk
 
 
@@ -48,7 +49,7 @@ def run(shared, db):
 @pytest.fixture
 def make(run, owner):
     def create(name: str, overlap: int = 1) -> Campaign:
-        return campaign_create(run=run, name=name, unit="answer", size=200, heldout_fraction=0.0, overlap=overlap, user=owner)
+        return make_campaign(run=run, name=name, size=200, overlap=overlap, user=owner)
 
     return create
 
@@ -59,7 +60,7 @@ def labels(qids, annotator: str, value=lambda i: word(human_of(i))):
 
 def test_fewer_than_200_labelled_items_is_warned_about(make, tmp_path):
     campaign = make("few")
-    import_labels(tmp_path, campaign, labels(range(N), "r1"))
+    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1"))
 
     report = judge_report(campaign).as_dict()
 
@@ -69,7 +70,7 @@ def test_fewer_than_200_labelled_items_is_warned_about(make, tmp_path):
 
 def test_few_items_of_the_failure_class_are_warned_about_with_the_miss_rates_interval(make, tmp_path):
     campaign = make("few-failures")
-    import_labels(tmp_path, campaign, labels(range(N), "r1"))
+    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1"))
 
     report = judge_report(campaign).as_dict()
 
@@ -87,7 +88,7 @@ def test_unresolved_conflicts_are_counted_warned_about_and_left_out(make, tmp_pa
     split = {0, 2, 5, 6, 7, 8}  # people split 1-1 on six answers
     first = labels(range(N), "r1")
     second = labels(range(N), "r2", value=lambda i: word(not human_of(i) if i in split else human_of(i)))
-    import_labels(tmp_path, campaign, first + second)
+    import_labels(folder=tmp_path, campaign=campaign, rows=first + second)
 
     report = judge_report(campaign).as_dict()
 
@@ -100,14 +101,14 @@ def test_unresolved_conflicts_are_counted_warned_about_and_left_out(make, tmp_pa
 
 def test_a_few_conflicts_are_reported_without_calling_them_many(make, tmp_path):
     campaign = make("one-conflict", overlap=2)
-    import_labels(tmp_path, campaign, labels(range(N), "r1") + labels(range(N), "r2", value=lambda i: word(not human_of(i) if i == 9 else human_of(i))))
+    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1") + labels(range(N), "r2", value=lambda i: word(not human_of(i) if i == 9 else human_of(i))))
 
     assert "1 answers have conflicting labels and are left out until adjudicated." in judge_report(campaign).as_dict()["warnings"]
 
 
 def test_an_adjudicated_conflict_counts_again_with_the_owners_label(make, tmp_path, owner):
     campaign = make("adjudicated", overlap=2)
-    import_labels(tmp_path, campaign, labels(range(N), "r1") + labels(range(N), "r2", value=lambda i: word(not human_of(i) if i == 0 else human_of(i))))
+    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1") + labels(range(N), "r2", value=lambda i: word(not human_of(i) if i == 0 else human_of(i))))
     item = Item.objects.get(campaign=campaign, row__question__qid=qid_of(0))
     before = judge_report(campaign).as_dict()
 
@@ -124,7 +125,7 @@ def test_an_adjudicated_conflict_counts_again_with_the_owners_label(make, tmp_pa
 def test_items_short_of_the_overlap_are_in_progress_and_left_out(make, tmp_path):
     campaign = make("in-progress", overlap=2)
     half = range(N // 2)
-    import_labels(tmp_path, campaign, labels(range(N), "r1") + labels(half, "r2"))
+    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1") + labels(half, "r2"))
 
     report = judge_report(campaign).as_dict()
 
@@ -135,7 +136,7 @@ def test_items_short_of_the_overlap_are_in_progress_and_left_out(make, tmp_path)
 
 def test_unlabelled_items_count_as_in_progress(make, tmp_path):
     campaign = make("unlabelled")
-    import_labels(tmp_path, campaign, labels(range(45), "r1"))
+    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(45), "r1"))
 
     report = judge_report(campaign).as_dict()
 
@@ -146,7 +147,7 @@ def test_unlabelled_items_count_as_in_progress(make, tmp_path):
 
 def test_cant_tell_answers_are_not_votes(make, tmp_path):
     campaign = make("cant-tell")
-    import_labels(tmp_path, campaign, labels(range(N), "r1", value=lambda i: "cant_tell" if i < 4 else word(human_of(i))))
+    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1", value=lambda i: "cant_tell" if i < 4 else word(human_of(i))))
 
     report = judge_report(campaign).as_dict()
 
@@ -171,7 +172,7 @@ def test_a_campaign_without_labels_says_there_is_nothing_to_judge_yet(make, owne
 
 def test_when_people_found_nothing_unsupported_the_miss_rate_is_unknown(make, tmp_path):
     campaign = make("all-supported")
-    import_labels(tmp_path, campaign, labels(range(N), "r1", value=lambda i: "supported"))
+    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1", value=lambda i: "supported"))
 
     report = judge_report(campaign).as_dict()
 
@@ -183,7 +184,7 @@ def test_when_people_found_nothing_unsupported_the_miss_rate_is_unknown(make, tm
 
 def test_the_report_page_shows_every_warning(make, tmp_path, owner_client):
     campaign = make("page-warnings", overlap=2)
-    import_labels(tmp_path, campaign, labels(range(N), "r1") + labels(range(40), "r2", value=lambda i: word(not human_of(i) if i < 5 else human_of(i))))
+    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1") + labels(range(40), "r2", value=lambda i: word(not human_of(i) if i < 5 else human_of(i))))
     report = judge_report(campaign).as_dict()
     assert len(report["warnings"]) == 4  # too few, few failures, conflicts, in progress
 

@@ -2,11 +2,11 @@
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from ...jobs import EvalSetImportParams, request_evalset_import
 from ...services.readers import FORMATS
-from ..cli import run_job_cli
+from ..cli import existing_file, run_import_cli
 
 
 class Command(BaseCommand):
@@ -24,15 +24,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         path: Path = options["file"]
-        if not path.is_file():
-            raise CommandError(f"{path}: no such file")
-        if options["topics"] and not options["topics"].is_file():
-            raise CommandError(f"{options['topics']}: no such file (topics)")
+        file = existing_file(path)
+        topics = existing_file(options["topics"], "topics") if options["topics"] else None
         params = EvalSetImportParams(
-            path=str(path.resolve()), name=options["name"], format=options["format"], display_name=path.name,
+            path=file, name=options["name"], format=options["format"], display_name=path.name,
             mode="extend" if options["extend"] else "replace", base_version=options["base"],
-            topics_path=str(options["topics"].resolve()) if options["topics"] else None, description=options["description"],
+            topics_path=topics, description=options["description"],
         )
-        result = run_job_cli(request_evalset_import, params=params, label=f"import {path.name}", stderr=self.stderr, quiet=options["quiet"])
-        self.stdout.write(result["message"])
+        result = run_import_cli(self, request_evalset_import, params=params, path=path, quiet=options["quiet"])
         self.stdout.write(f"version: {result['eval_set']}@{result['version']}")

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ...jobs import RunImportParams, request_run_import
 from ...services.readers import FORMATS
-from ..cli import run_job_cli
+from ..cli import existing_file, run_import_cli
 
 
 def _json_file(path: Path | None, what: str) -> dict | None:
@@ -42,16 +42,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         path: Path = options["file"]
-        if not path.is_file():
-            raise CommandError(f"{path}: no such file")
-        if options["chunks"] and not options["chunks"].is_file():
-            raise CommandError(f"{options['chunks']}: no such file (chunk map)")
+        file = existing_file(path)
+        chunks = existing_file(options["chunks"], "chunk map") if options["chunks"] else None
         params = RunImportParams(
-            path=str(path.resolve()), evalset=options["evalset"], name=options["name"], format=options["format"],
+            path=file, evalset=options["evalset"], name=options["name"], format=options["format"],
             display_name=path.name, k=options["k"], gain=options["gain"],
             judge_config=_json_file(options["judge_config"], "judge config"),
             system_config=_json_file(options["system_config"], "system config"),
-            chunks_path=str(options["chunks"].resolve()) if options["chunks"] else None, description=options["description"],
+            chunks_path=chunks, description=options["description"],
         )
-        result = run_job_cli(request_run_import, params=params, label=f"import {path.name}", stderr=self.stderr, quiet=options["quiet"])
-        self.stdout.write(result["message"])
+        run_import_cli(self, request_run_import, params=params, path=path, quiet=options["quiet"])

@@ -7,7 +7,6 @@ the annotator. Annotators who are not users are kept as external annotators.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,13 +15,13 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from evalcore.services.fields import FieldError, as_text
+from evalcore.services.importing import Progress, no_progress
 from evalcore.services.problems import ImportFailed, ImportProblem, ProblemCollector
 from evalcore.services.readers import container_of, read_records
 
 from ..models import Campaign, Item, Label
 from .item_rows import ItemRef, campaign_items, item_lines
 
-Progress = Callable[[int, int | None, str], None]
 VALUES = {"supported": "supported", "unsupported": "unsupported", "cant_tell": "cant_tell", "can't tell": "cant_tell", "cant tell": "cant_tell"}
 
 
@@ -41,10 +40,6 @@ class _LabelLine:
     rationale: str
 
 
-def _noop(done: int, total: int | None, message: str) -> None:
-    return None
-
-
 def _read_label(data: dict[str, Any]) -> _LabelLine:
     raw_value = as_text(data.get("label"), "label", required=True).strip().lower()
     if raw_value not in VALUES:
@@ -55,7 +50,7 @@ def _read_label(data: dict[str, Any]) -> _LabelLine:
     return _LabelLine(annotator, VALUES[raw_value], as_text(data.get("rationale"), "rationale"))
 
 
-def labels_import(*, campaign: Campaign, path: Path, display_name: str | None = None, progress: Progress = _noop) -> LabelImportResult:
+def labels_import(*, campaign: Campaign, path: Path, display_name: str | None = None, progress: Progress = no_progress) -> LabelImportResult:
     display = display_name or path.name
     if container_of(path) not in ("csv", "jsonl"):
         raise ImportFailed([ImportProblem(display, None, None, "labels are imported from CSV or JSON Lines")])

@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from evalcore.management.cli import run_job_cli
+from evalcore.management.cli import existing_file, run_import_cli
 
 from ...jobs import LabelImportParams, request_labels_import
 
@@ -19,8 +19,5 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         path: Path = options["file"]
-        if not path.is_file():
-            raise CommandError(f"{path}: no such file")
-        params = LabelImportParams(campaign=options["campaign"], path=str(path.resolve()), display_name=path.name)
-        result = run_job_cli(request_labels_import, params=params, label=f"import {path.name}", stderr=self.stderr, quiet=options["quiet"])
-        self.stdout.write(result["message"])
+        params = LabelImportParams(campaign=options["campaign"], path=existing_file(path), display_name=path.name)
+        run_import_cli(self, request_labels_import, params=params, path=path, quiet=options["quiet"])

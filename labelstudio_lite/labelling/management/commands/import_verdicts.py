@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from evalcore.management.cli import run_job_cli
+from evalcore.management.cli import existing_file, run_import_cli
 
 from ...jobs import VerdictImportParams, request_verdicts_import
 
@@ -20,15 +20,12 @@ class Command(BaseCommand):
         parser.add_argument("--quiet", action="store_true")
 
     def handle(self, *args, **options):
-        if not options["file"].is_file():
-            raise CommandError(f"{options['file']}: no such file")
+        path: Path = options["file"]
+        file = existing_file(path)
         try:
             config = json.loads(options["judge_config"].read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as error:
             raise CommandError(f"{options['judge_config']}: cannot read the judge config: {error}") from None
-        params = VerdictImportParams(campaign=options["campaign"], path=str(options["file"].resolve()),
-                                     display_name=options["file"].name, judge_config=config)
-        result = run_job_cli(request_verdicts_import, params=params, label=f"import {options['file'].name}", stderr=self.stderr,
-                             quiet=options["quiet"])
-        self.stdout.write(result["message"])
+        params = VerdictImportParams(campaign=options["campaign"], path=file, display_name=path.name, judge_config=config)
+        result = run_import_cli(self, request_verdicts_import, params=params, path=path, quiet=options["quiet"])
         self.stdout.write(f"verdict set: {result['verdict_set']}")
