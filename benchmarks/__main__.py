@@ -20,8 +20,16 @@ def main(argv: list[str] | None = None) -> int:
 
         return labelling_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("sections", nargs="*", choices=[[], *SECTIONS], metavar="section", help=f"any of {', '.join(SECTIONS)} (default: all)")
-    parser.add_argument("--quick", action="store_true", help="smaller inputs and fewer repeats: a smoke test, not the figures")
+    parser.add_argument(
+        "sections",
+        nargs="*",
+        choices=[[], *SECTIONS],
+        metavar="section",
+        help=f"any of {', '.join(SECTIONS)} (default: all)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller inputs and fewer repeats: a smoke test, not the figures"
+    )
     args = parser.parse_args(argv)
     sections = args.sections or list(SECTIONS)
 
@@ -43,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
             from . import bench_gate as module
         module.run(targets, quick=args.quick)
     print()
-    print(f"Targets ({time.perf_counter() - started:.0f} s in all; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at end):")
+    print(
+        f"Targets ({time.perf_counter() - started:.0f} s in all; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at end):"
+    )
     for passed, text in targets.lines:
         print(f"{'PASS' if passed else 'MISS'}  {text}")
     if not args.sections:  # all: the labelling endpoints too (python -m benchmarks labelling --help)

@@ -21,7 +21,9 @@ SCIPY_BATCH_ELEMENTS = 2_000_000  # resamples x n per SciPy batch: bounds its me
 
 
 def _scipy(base: np.ndarray, cand: np.ndarray, n_resamples: int):
-    return scipy_paired_bootstrap(base, cand, seed=7, n_resamples=n_resamples, batch=max(1, SCIPY_BATCH_ELEMENTS // base.size))
+    return scipy_paired_bootstrap(
+        base, cand, seed=7, n_resamples=n_resamples, batch=max(1, SCIPY_BATCH_ELEMENTS // base.size)
+    )
 
 
 def run(targets: Targets, *, quick: bool = False) -> None:
@@ -44,15 +46,25 @@ def run(targets: Targets, *, quick: bool = False) -> None:
             # the spec's loop in full at n=300; at larger n on fewer iterations, extrapolated
             spec_iters = ITERATIONS if n <= 300 else min(ITERATIONS, max(10, spec_budget // n))
             base_list, cand_list = base.tolist(), cand.tolist()
-            spec_time, spec_result = best_time(partial(spec.paired_bootstrap, base_list, cand_list, iters=spec_iters), 1)
+            spec_time, spec_result = best_time(
+                partial(spec.paired_bootstrap, base_list, cand_list, iters=spec_iters), 1
+            )
             spec_full = spec_time * ITERATIONS / spec_iters
-            spec_label = fmt_time(spec_full) + ("" if spec_iters == ITERATIONS else f" (extrapolated x{ITERATIONS / spec_iters:g} from {spec_iters} it.)")
+            spec_label = fmt_time(spec_full) + (
+                ""
+                if spec_iters == ITERATIONS
+                else f" (extrapolated x{ITERATIONS / spec_iters:g} from {spec_iters} it.)"
+            )
 
             scipy_resamples = ITERATIONS if n <= 10_000 and not (quick and n > 300) else ITERATIONS // 10
             scipy_time, interval = best_time(partial(_scipy, base, cand, scipy_resamples), 1)
             scipy_peak, _ = peak_memory(partial(_scipy, base, cand, scipy_resamples))
             scipy_full = scipy_time * ITERATIONS / scipy_resamples
-            scipy_label = fmt_time(scipy_full) + ("" if scipy_resamples == ITERATIONS else f" (extrapolated x{ITERATIONS / scipy_resamples:g} from {scipy_resamples})")
+            scipy_label = fmt_time(scipy_full) + (
+                ""
+                if scipy_resamples == ITERATIONS
+                else f" (extrapolated x{ITERATIONS / scipy_resamples:g} from {scipy_resamples})"
+            )
 
             ours_at[(n, kind)] = ours
             ratios[(n, kind)] = (spec_full / ours, scipy_full / ours)
@@ -78,7 +90,19 @@ def run(targets: Targets, *, quick: bool = False) -> None:
                 )
     print_table(
         f"Paired bootstrap, {ITERATIONS:,} resamples (ours: best of repeated runs; ratios = their time / ours)",
-        ["data", "ours via", "ours", "spec loop", "vs spec", "SciPy", "vs SciPy", "our peak", "SciPy peak", "ours CI", "SciPy CI"],
+        [
+            "data",
+            "ours via",
+            "ours",
+            "spec loop",
+            "vs spec",
+            "SciPy",
+            "vs SciPy",
+            "our peak",
+            "SciPy peak",
+            "ours CI",
+            "SciPy CI",
+        ],
         rows,
         notes
         + [
@@ -91,8 +115,12 @@ def run(targets: Targets, *, quick: bool = False) -> None:
     )
     mid = (10_000, "continuous")
     spec_ratio, scipy_ratio = ratios[mid]
-    targets.check(spec_ratio >= 40, f"bootstrap n=10,000 continuous: {fmt_ratio(spec_ratio)} the spec's loop (target >= 40x)")
-    targets.check(scipy_ratio > 1, f"bootstrap n=10,000 continuous: {fmt_ratio(scipy_ratio)} SciPy (target: faster, > 1x)")
+    targets.check(
+        spec_ratio >= 40, f"bootstrap n=10,000 continuous: {fmt_ratio(spec_ratio)} the spec's loop (target >= 40x)"
+    )
+    targets.check(
+        scipy_ratio > 1, f"bootstrap n=10,000 continuous: {fmt_ratio(scipy_ratio)} SciPy (target: faster, > 1x)"
+    )
     worst = max(peaks.values())
     targets.check(
         worst < MEMORY_LIMIT,

@@ -71,4 +71,6 @@ def run(targets: Targets, *, quick: bool = False) -> None:
         ],
     )
     targets.check(total < LIMIT, f"gate, 10 metrics x 20 slices on {n:,} questions: {fmt_time(total)} (target < 5 s)")
-    targets.check(rest < LIMIT, f"gate without the continuous metric ({len(others)} metrics): {fmt_time(rest)} (target < 5 s)")
+    targets.check(
+        rest < LIMIT, f"gate without the continuous metric ({len(others)} metrics): {fmt_time(rest)} (target < 5 s)"
+    )

@@ -41,7 +41,9 @@ def retrieval_run(n: int, *, seed: int = 1, unanswerable: float = 0.1) -> tuple[
     return ranked, gold
 
 
-def rerank(ranked: list[list[str]], gold: list[dict[str, int]], *, seed: int = 2, changed: float = 0.4) -> list[list[str]]:
+def rerank(
+    ranked: list[list[str]], gold: list[dict[str, int]], *, seed: int = 2, changed: float = 0.4
+) -> list[list[str]]:
     """A candidate retriever: ``changed`` of the questions get a different ranking.
 
     A changed question has a few swaps in its top ranks, and half the time one gold document

@@ -109,8 +109,12 @@ def _prepare(spec: dict[str, Any]) -> dict[str, Any]:
     paths = write_demo_files(Path(settings.VAR_DIR) / "demo")
     evalset_import(path=paths["questions"], name="bench-qa")
     run = run_import(
-        path=paths["base_rows"], evalset="bench-qa", name="bench-base", judge_config=json.loads(paths["judge"].read_text()),
-        chunks_path=paths["base_chunks"], k=5,
+        path=paths["base_rows"],
+        evalset="bench-qa",
+        name="bench-base",
+        judge_config=json.loads(paths["judge"].read_text()),
+        chunks_path=paths["base_chunks"],
+        k=5,
     ).run
     hashed = make_password(PASSWORD)  # one hash for all: creating users is not what is measured
     owner = User.objects.create(username="bench-owner", role="eval_owner", password=hashed)
@@ -126,7 +130,14 @@ def _prepare(spec: dict[str, Any]) -> dict[str, Any]:
         ("paced-api", spec["items"], OVERLAP, crowd),
     ):
         campaign = campaign_create(
-            run=run, name=f"bench-{key}", unit="claim", size=size, overlap=overlap, seed=len(key), annotators=people, user=owner,
+            run=run,
+            name=f"bench-{key}",
+            unit="claim",
+            size=size,
+            overlap=overlap,
+            seed=len(key),
+            annotators=people,
+            user=owner,
         )
         out["campaigns"][key] = {"name": campaign.name, "items": campaign.items.count(), "overlap": overlap}
     for user in [*crowd, solo]:
@@ -150,11 +161,16 @@ def _verify(spec: dict[str, Any]) -> dict[str, Any]:
         campaign = Campaign.objects.get(name=name)
         items = Item.objects.filter(campaign=campaign)
         per_item = dict(
-            Label.objects.filter(item__campaign=campaign).values_list("item_id").annotate(n=Count("pk")).values_list("item_id", "n")
+            Label.objects.filter(item__campaign=campaign)
+            .values_list("item_id")
+            .annotate(n=Count("pk"))
+            .values_list("item_id", "n")
         )
         people = dict(
-            Label.objects.filter(item__campaign=campaign).values_list("item_id")
-            .annotate(n=Count("annotator", distinct=True)).values_list("item_id", "n")
+            Label.objects.filter(item__campaign=campaign)
+            .values_list("item_id")
+            .annotate(n=Count("annotator", distinct=True))
+            .values_list("item_id", "n")
         )
         ids = list(items.values_list("pk", flat=True))
         wrong = [i for i in ids if per_item.get(i, 0) != campaign.overlap or people.get(i, 0) != campaign.overlap]
@@ -165,7 +181,8 @@ def _verify(spec: dict[str, Any]) -> dict[str, Any]:
             "items_over": sum(1 for i in ids if per_item.get(i, 0) > campaign.overlap),
             "extra_labels": sum(max(0, per_item.get(i, 0) - campaign.overlap) for i in ids),
             "missing_labels": sum(max(0, campaign.overlap - per_item.get(i, 0)) for i in ids),
-            "counters_off": items.exclude(slots_taken=campaign.overlap).count() + items.exclude(label_count=campaign.overlap).count(),
+            "counters_off": items.exclude(slots_taken=campaign.overlap).count()
+            + items.exclude(label_count=campaign.overlap).count(),
             "open_leases": Lease.objects.filter(item__campaign=campaign, status=Lease.Status.ACTIVE).count(),
             "leases": Lease.objects.filter(item__campaign=campaign).count(),
         }
@@ -216,18 +233,20 @@ def make_database(kind: str, workdir: Path) -> Database:
 
 def project_env(db: Database, workdir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "DJANGO_"))}
-    env.update({
-        "DJANGO_SETTINGS_MODULE": "labelstudio_lite.settings",
-        "DATABASE_URL": db.url,
-        "VAR_DIR": str(workdir / "var"),
-        "SECRET_KEY": "benchmark-only-" + "x" * 40,
-        "DEBUG": "0",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "EMBEDDED_TASKS_IN_THREAD": "0",
-        "LOG_LEVEL": "WARNING",
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONPATH": str(ROOT),  # this tree, whatever an editable install elsewhere points to
-    })
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "labelstudio_lite.settings",
+            "DATABASE_URL": db.url,
+            "VAR_DIR": str(workdir / "var"),
+            "SECRET_KEY": "benchmark-only-" + "x" * 40,
+            "DEBUG": "0",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "EMBEDDED_TASKS_IN_THREAD": "0",
+            "LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": str(ROOT),  # this tree, whatever an editable install elsewhere points to
+        }
+    )
     env.update(extra)
     return env
 
@@ -259,9 +278,27 @@ class Server:
         self.log = (workdir / "gunicorn.log").open("w")
         gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent)) or "gunicorn"
         self.proc = subprocess.Popen(
-            [gunicorn, "labelstudio_lite.wsgi", "-w", str(workers), "--threads", str(threads), "-b", f"127.0.0.1:{self.port}",
-             "--keep-alive", "30", "--timeout", "120", "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                gunicorn,
+                "labelstudio_lite.wsgi",
+                "-w",
+                str(workers),
+                "--threads",
+                str(threads),
+                "-b",
+                f"127.0.0.1:{self.port}",
+                "--keep-alive",
+                "30",
+                "--timeout",
+                "120",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         deadline = time.monotonic() + 60
         while True:
@@ -341,8 +378,16 @@ class Client:
         self.cookies: dict[str, str] = {}
         self.tally = tally
 
-    def request(self, endpoint: str | None, method: str, path: str, *, body: dict[str, Any] | None = None,
-                json_body: bool = False, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    def request(
+        self,
+        endpoint: str | None,
+        method: str,
+        path: str,
+        *,
+        body: dict[str, Any] | None = None,
+        json_body: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, dict[str, str], bytes]:
         head = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
         data = None
         if body is not None:
@@ -372,10 +417,17 @@ class Client:
         header = response.headers.get("Server-Timing", "")
         timing, cpu, db = _TIMING.search(header), _CPU.search(header), _DB.search(header)
         if endpoint is not None:
-            self.tally.samples.append(Sample(
-                endpoint, float(timing.group(1)) if timing else None, elapsed, response.status,
-                float(cpu.group(1)) if cpu else None, float(db.group(1)) if db else None, int(db.group(2)) if db else None,
-            ))
+            self.tally.samples.append(
+                Sample(
+                    endpoint,
+                    float(timing.group(1)) if timing else None,
+                    elapsed,
+                    response.status,
+                    float(cpu.group(1)) if cpu else None,
+                    float(db.group(1)) if db else None,
+                    int(db.group(2)) if db else None,
+                )
+            )
         if response.status >= 500:
             self.tally.errors.append(f"{method} {path}: HTTP {response.status}")
         return response.status, dict(response.headers.items()), payload
@@ -384,8 +436,15 @@ class Client:
         self.conn.close()
 
 
-def _label_until_done(tally: Tally, deadline: float, rng: random.Random, *, next_item: Callable[[], int | None],
-                      answer: Callable[[int, str], str | None], think: float = 0.0) -> None:
+def _label_until_done(
+    tally: Tally,
+    deadline: float,
+    rng: random.Random,
+    *,
+    next_item: Callable[[], int | None],
+    answer: Callable[[int, str], str | None],
+    think: float = 0.0,
+) -> None:
     """Label items until the annotator's share is done or the deadline passes.
 
     ``next_item()`` gives the next item's id, or None when there is none (having noted any error in
@@ -406,8 +465,16 @@ def _label_until_done(tally: Tally, deadline: float, rng: random.Random, *, next
     tally.errors.append("deadline reached before the share was done")
 
 
-def api_annotator(port: int, campaign: str, token: str, tally: Tally, label: str, deadline: float, rng: random.Random,
-                  think: float = 0.0) -> None:
+def api_annotator(
+    port: int,
+    campaign: str,
+    token: str,
+    tally: Tally,
+    label: str,
+    deadline: float,
+    rng: random.Random,
+    think: float = 0.0,
+) -> None:
     """Label through the API: claim the next item, (read it for ``think`` s on average,) label it, until done (204)."""
     client = Client(port, tally)
     auth = {"Authorization": f"Token {token}", "Accept": "application/json"}
@@ -423,8 +490,12 @@ def api_annotator(port: int, campaign: str, token: str, tally: Tally, label: str
 
     def answer(item_id: int, value: str) -> str | None:
         status, _, body = client.request(
-            f"{label} submit", "POST", f"/api/label/{campaign}/labels/",
-            body={"item_id": item_id, "value": value, "rationale": "benchmark"}, json_body=True, headers=auth,
+            f"{label} submit",
+            "POST",
+            f"/api/label/{campaign}/labels/",
+            body={"item_id": item_id, "value": value, "rationale": "benchmark"},
+            json_body=True,
+            headers=auth,
         )
         return None if status == 201 else f"submit: HTTP {status} {body[:200]!r}"
 
@@ -434,7 +505,9 @@ def api_annotator(port: int, campaign: str, token: str, tally: Tally, label: str
         client.close()
 
 
-def page_annotator(port: int, campaign: str, username: str, tally: Tally, label: str, deadline: float, rng: random.Random) -> None:
+def page_annotator(
+    port: int, campaign: str, username: str, tally: Tally, label: str, deadline: float, rng: random.Random
+) -> None:
     """Label through the labelling page as the browser does: log in, open the page, answer with htmx."""
     client = Client(port, tally)
     html = ""
@@ -451,9 +524,15 @@ def page_annotator(port: int, campaign: str, username: str, tally: Tally, label:
         nonlocal html
         csrf = _CSRF_INPUT.search(html).group(1)
         status, _, page = client.request(
-            f"{label} answer", "POST", f"/label/{campaign}/answer/",
+            f"{label} answer",
+            "POST",
+            f"/label/{campaign}/answer/",
             body={"item_id": item_id, "value": value, "rationale": "benchmark", "csrfmiddlewaretoken": csrf},
-            headers={"HX-Request": "true", "HX-Target": "item-area", "Referer": f"http://127.0.0.1:{port}/label/{campaign}/"},
+            headers={
+                "HX-Request": "true",
+                "HX-Target": "item-area",
+                "Referer": f"http://127.0.0.1:{port}/label/{campaign}/",
+            },
         )
         if status != 200:
             return f"answer: HTTP {status} {page[:200]!r}"
@@ -466,7 +545,10 @@ def page_annotator(port: int, campaign: str, username: str, tally: Tally, label:
         _, _, page = client.request(None, "GET", "/accounts/login/")
         token = _CSRF_INPUT.search(page.decode()).group(1)
         status, headers, _ = client.request(
-            None, "POST", "/accounts/login/", body={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token},
+            None,
+            "POST",
+            "/accounts/login/",
+            body={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token},
         )
         if status != 302 or "sessionid" not in client.cookies:
             tally.errors.append(f"login of {username} failed: HTTP {status}")
@@ -489,7 +571,9 @@ class FlowResult:
     tally: Tally
 
 
-def run_flow(kind: str, port: int, campaign: str, people: list[tuple[str, str]], label: str, think: float = 0.0) -> FlowResult:
+def run_flow(
+    kind: str, port: int, campaign: str, people: list[tuple[str, str]], label: str, think: float = 0.0
+) -> FlowResult:
     """Run ``people`` (username, token) at once through the API or the page until the campaign is done."""
     total = Tally()
     deadline = time.monotonic() + DEADLINE_SECONDS
@@ -592,8 +676,12 @@ def bench_database(kind: str, args: argparse.Namespace) -> DbResult:
         client = Client(port, warm)
         for _ in range(4 * args.workers):
             client.request(None, "GET", "/accounts/login/")
-            client.request(None, "GET", f"/api/label/{camp['solo-api']}/labels/",
-                           headers={"Authorization": f"Token {setup['tokens']['solo']}"})
+            client.request(
+                None,
+                "GET",
+                f"/api/label/{camp['solo-api']}/labels/",
+                headers={"Authorization": f"Token {setup['tokens']['solo']}"},
+            )
         client.close()
         flows: dict[str, FlowResult] = {}
         for key, kind_, campaign, people, label, think in (
@@ -607,8 +695,11 @@ def bench_database(kind: str, args: argparse.Namespace) -> DbResult:
                 continue
             flows[key] = run_flow(kind_, port, campaign, people, label, think)
             f = flows[key]
-            print(f"  {kind}: {key}: {f.tally.labelled} labels by {f.annotators} in {f.wall:.1f} s "
-                  f"({f.tally.labelled / f.wall:.0f} labels/s){'; ERRORS' if f.tally.errors else ''}", flush=True)
+            print(
+                f"  {kind}: {key}: {f.tally.labelled} labels by {f.annotators} in {f.wall:.1f} s "
+                f"({f.tally.labelled / f.wall:.0f} labels/s){'; ERRORS' if f.tally.errors else ''}",
+                flush=True,
+            )
         server.stop()
         server = None
         verify = internal_call("verify", {"campaigns": [camp[key] for key in flows]}, env, workdir)
@@ -631,12 +722,20 @@ def correctness(result: DbResult, key: str) -> dict[str, Any]:
     info = result.setup["campaigns"][key]
     check = result.verify[info["name"]]
     overserved = sum(1 for who in flow.tally.served.values() if len(who) > info["overlap"])
-    ok = (check["items_wrong"] == 0 and check["open_leases"] == 0 and check["counters_off"] == 0 and not flow.tally.errors
-          and overserved == 0 and flow.tally.labelled == check["labels"])
+    ok = (
+        check["items_wrong"] == 0
+        and check["open_leases"] == 0
+        and check["counters_off"] == 0
+        and not flow.tally.errors
+        and overserved == 0
+        and flow.tally.labelled == check["labels"]
+    )
     return {**check, "overserved": overserved, "ok": ok, "client_labels": flow.tally.labelled}
 
 
-def report(results: list[DbResult], args: argparse.Namespace, load: tuple[tuple[float, ...], tuple[float, ...]]) -> bool:
+def report(
+    results: list[DbResult], args: argparse.Namespace, load: tuple[tuple[float, ...], tuple[float, ...]]
+) -> bool:
     """Print the table; return whether every correctness check held."""
     names = {"postgres": "PostgreSQL", "sqlite": "SQLite"}
     n = args.annotators
@@ -645,17 +744,27 @@ def report(results: list[DbResult], args: argparse.Namespace, load: tuple[tuple[
     items = {r.kind: r.setup["campaigns"]["crowd-api"]["items"] for r in results}
     paced = f"read ~{args.think:g} s"
     add("")
-    add(f"Labelling endpoints over HTTP: {n} annotators, {', '.join(f'{names[k]} {v}' for k, v in items.items())} items "
-        f"x overlap {OVERLAP} per campaign (claims of the demo run)")
-    add(f"gunicorn {args.workers} workers x {args.threads} threads, DEBUG=0, DB_CONN_MAX_AGE={args.conn_max_age}; "
-        f"{os.cpu_count()} CPUs shared by server, database and clients; load average {load[0][0]:.1f} at start, {load[1][0]:.1f} at end")
-    add("flat out = each annotator asks again the moment an answer arrives (a stress test); "
-        f"{paced} = each annotator reads an item ~{args.think:g} s (0.5-1.5 s) before answering")
-    add("server = Server-Timing app;dur (inside Django, first middleware to last), of which cpu = the serving thread's CPU time "
-        "and sql = time in SQL queries (q of them, median); trip = round trip measured by the client")
+    add(
+        f"Labelling endpoints over HTTP: {n} annotators, {', '.join(f'{names[k]} {v}' for k, v in items.items())} items "
+        f"x overlap {OVERLAP} per campaign (claims of the demo run)"
+    )
+    add(
+        f"gunicorn {args.workers} workers x {args.threads} threads, DEBUG=0, DB_CONN_MAX_AGE={args.conn_max_age}; "
+        f"{os.cpu_count()} CPUs shared by server, database and clients; load average {load[0][0]:.1f} at start, {load[1][0]:.1f} at end"
+    )
+    add(
+        "flat out = each annotator asks again the moment an answer arrives (a stress test); "
+        f"{paced} = each annotator reads an item ~{args.think:g} s (0.5-1.5 s) before answering"
+    )
+    add(
+        "server = Server-Timing app;dur (inside Django, first middleware to last), of which cpu = the serving thread's CPU time "
+        "and sql = time in SQL queries (q of them, median); trip = round trip measured by the client"
+    )
     add("")
-    header = (f"{'endpoint':<40} {'who':>4} {'pace':<11} {'db':<10} {'n':>5} {'server med':>10} {'server p95':>10} "
-              f"{'cpu med':>8} {'sql med':>8} {'q':>3} {'trip med':>9} {'trip p95':>9}  target p95 < {TARGET_P95_MS:.0f} ms")
+    header = (
+        f"{'endpoint':<40} {'who':>4} {'pace':<11} {'db':<10} {'n':>5} {'server med':>10} {'server p95':>10} "
+        f"{'cpu med':>8} {'sql med':>8} {'q':>3} {'trip med':>9} {'trip p95':>9}  target p95 < {TARGET_P95_MS:.0f} ms"
+    )
     add(header)
     add("-" * len(header))
     verdicts: dict[str, list[str]] = defaultdict(list)
@@ -683,24 +792,34 @@ def report(results: list[DbResult], args: argparse.Namespace, load: tuple[tuple[
                     verdicts[pace].append(f"{endpoint.split()[1]} p95 {fmt_ms(s['server_p95'])} {mark}")
                 else:
                     mark += " (figure)"
-            add(f"{title:<40} {who:>4} {pace:<11} {names[r.kind]:<10} {s['n']:>5} {fmt_ms(s['server_median']):>10} "
+            add(
+                f"{title:<40} {who:>4} {pace:<11} {names[r.kind]:<10} {s['n']:>5} {fmt_ms(s['server_median']):>10} "
                 f"{fmt_ms(s['server_p95']):>10} {fmt_ms(s['cpu_median']):>8} {fmt_ms(s['db_median']):>8} {s['queries']:>3.0f} "
-                f"{fmt_ms(s['client_median']):>9} {fmt_ms(s['client_p95']):>9}  {mark}")
+                f"{fmt_ms(s['client_median']):>9} {fmt_ms(s['client_p95']):>9}  {mark}"
+            )
     add("")
     sub = f"{'throughput and correctness':<40} {'who':>4} {'pace':<11} {'db':<10} {'labels':>6} {'labels/s':>9} {'wall':>7}   every item {OVERLAP} labels from {OVERLAP} people"
     add(sub)
     add("-" * len(header))
     all_ok = True
-    for key, title, pace in (("crowd-api", "API", "flat out"), ("paced-api", "API", paced), ("crowd-page", "labelling page (htmx)", "flat out")):
+    for key, title, pace in (
+        ("crowd-api", "API", "flat out"),
+        ("paced-api", "API", paced),
+        ("crowd-page", "labelling page (htmx)", "flat out"),
+    ):
         for r in results:
             if key not in r.flows:
                 continue
             f = r.flows[key]
             c = correctness(r, key)
             all_ok &= c["ok"]
-            verdict = (f"{c['items'] - c['items_wrong']}/{c['items']} ok, {c['extra_labels']} extra, {c['missing_labels']} missing, "
-                       f"{c['open_leases']} leases open" + ("" if c["ok"] else "  FAILED"))
-            add(f"{title:<40} {n:>4} {pace:<11} {names[r.kind]:<10} {c['labels']:>6} {f.tally.labelled / f.wall:>9.1f} {f.wall:>6.1f}s   {verdict}")
+            verdict = (
+                f"{c['items'] - c['items_wrong']}/{c['items']} ok, {c['extra_labels']} extra, {c['missing_labels']} missing, "
+                f"{c['open_leases']} leases open" + ("" if c["ok"] else "  FAILED")
+            )
+            add(
+                f"{title:<40} {n:>4} {pace:<11} {names[r.kind]:<10} {c['labels']:>6} {f.tally.labelled / f.wall:>9.1f} {f.wall:>6.1f}s   {verdict}"
+            )
     add("")
     ls = "Label Studio (10 annotators, its SQLite)"
     cols = [f"ours {names[r.kind]}" for r in results]
@@ -713,22 +832,41 @@ def report(results: list[DbResult], args: argparse.Namespace, load: tuple[tuple[
     nx = {r.kind: stats(r.flows["crowd-api"].tally.samples, "api next") for r in results}
     solo = {r.kind: stats(r.flows["solo-api"].tally.samples, "api next") for r in results}
     keys = [k for k in ("crowd-api", "crowd-page", "paced-api")]
-    over = {r.kind: sum(correctness(r, k)["overserved"] + correctness(r, k)["items_over"] for k in keys if k in r.flows) for r in results}
+    over = {
+        r.kind: sum(correctness(r, k)["overserved"] + correctness(r, k)["items_over"] for k in keys if k in r.flows)
+        for r in results
+    }
     extra = {r.kind: sum(correctness(r, k)["extra_labels"] for k in keys if k in r.flows) for r in results}
-    add(f"{f'next task, median, {n} annotators flat out':<52} {LS_NEXT_MEDIAN_10:>40} " + ours(lambda r: fmt_ms(nx[r.kind]["client_median"])))
-    add(f"{f'next task, p95, {n} annotators flat out':<52} {LS_NEXT_P95_10:>40} " + ours(lambda r: fmt_ms(nx[r.kind]["client_p95"])))
-    add(f"{'next task, median, one annotator':<52} {LS_NEXT_MEDIAN_1:>40} " + ours(lambda r: fmt_ms(solo[r.kind]["client_median"])))
-    add(f"{'tasks handed to more annotators than the limit':<52} {LS_OVERSERVED:>40} " + ours(lambda r: str(over[r.kind])))
+    add(
+        f"{f'next task, median, {n} annotators flat out':<52} {LS_NEXT_MEDIAN_10:>40} "
+        + ours(lambda r: fmt_ms(nx[r.kind]["client_median"]))
+    )
+    add(
+        f"{f'next task, p95, {n} annotators flat out':<52} {LS_NEXT_P95_10:>40} "
+        + ours(lambda r: fmt_ms(nx[r.kind]["client_p95"]))
+    )
+    add(
+        f"{'next task, median, one annotator':<52} {LS_NEXT_MEDIAN_1:>40} "
+        + ours(lambda r: fmt_ms(solo[r.kind]["client_median"]))
+    )
+    add(
+        f"{'tasks handed to more annotators than the limit':<52} {LS_OVERSERVED:>40} "
+        + ours(lambda r: str(over[r.kind]))
+    )
     add(f"{'extra annotations beyond the limit':<52} {LS_EXTRA:>40} " + ours(lambda r: str(extra[r.kind])))
     add(f"{'server errors (database is locked, 5xx)':<52} {LS_LOCKED:>40} " + ours(lambda r: str(r.server_errors)))
     add("")
     if verdicts:
-        add(f"Target, PostgreSQL, {n} annotators: next item and submit each under {TARGET_P95_MS:.0f} ms p95 server time")
+        add(
+            f"Target, PostgreSQL, {n} annotators: next item and submit each under {TARGET_P95_MS:.0f} ms p95 server time"
+        )
         for pace, marks in verdicts.items():
             overall = "PASS" if all(m.endswith("PASS") for m in marks) else "MISS"
             add(f"  {pace:<11} {overall}  ({'; '.join(marks)})")
-    add(f"Correctness (every item exactly {OVERLAP} labels from {OVERLAP} different annotators, none lost, none extra, "
-        f"no item handed out beyond its overlap): {'OK' if all_ok else 'FAILED'}")
+    add(
+        f"Correctness (every item exactly {OVERLAP} labels from {OVERLAP} different annotators, none lost, none extra, "
+        f"no item handed out beyond its overlap): {'OK' if all_ok else 'FAILED'}"
+    )
     for r in results:
         for e in r.client_errors[:10]:
             add(f"  {names[r.kind]} error: {e}")
@@ -743,14 +881,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks labelling", description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", choices=["postgres", "sqlite", "both"], default="both")
     parser.add_argument("--annotators", type=int, default=20)
-    parser.add_argument("--items", type=int, default=1000, help="items per concurrent campaign (capped by the demo run's claims)")
+    parser.add_argument(
+        "--items", type=int, default=1000, help="items per concurrent campaign (capped by the demo run's claims)"
+    )
     parser.add_argument("--solo-items", type=int, default=150, help="items one annotator labels alone, per flow")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 100 items, 30 solo items")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
-    parser.add_argument("--conn-max-age", type=int, default=60, help="DB_CONN_MAX_AGE for the server (persistent connections)")
-    parser.add_argument("--think", type=float, default=1.0,
-                        help="mean seconds an annotator reads an item in the paced run (0: no paced run)")
+    parser.add_argument(
+        "--conn-max-age", type=int, default=60, help="DB_CONN_MAX_AGE for the server (persistent connections)"
+    )
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=1.0,
+        help="mean seconds an annotator reads an item in the paced run (0: no paced run)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (server log, SQLite file)")
     args = parser.parse_args(argv)
     if args.quick:
@@ -758,7 +904,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.annotators < OVERLAP:
         parser.error(f"--annotators must be at least the overlap ({OVERLAP})")
     kinds = ["postgres", "sqlite"] if args.db == "both" else [args.db]
-    print(f"labelling benchmark: {', '.join(kinds)}; {args.annotators} annotators, {args.items} items, overlap {OVERLAP}", flush=True)
+    print(
+        f"labelling benchmark: {', '.join(kinds)}; {args.annotators} annotators, {args.items} items, overlap {OVERLAP}",
+        flush=True,
+    )
     load_start = os.getloadavg()
     results = [bench_database(kind, args) for kind in kinds]
     ok = report(results, args, (load_start, os.getloadavg()))

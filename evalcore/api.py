@@ -53,7 +53,20 @@ class JobOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = ["id", "kind", "status", "done", "total", "percent", "message", "result", "error", "created_at", "finished_at", "url"]
+        fields = [
+            "id",
+            "kind",
+            "status",
+            "done",
+            "total",
+            "percent",
+            "message",
+            "result",
+            "error",
+            "created_at",
+            "finished_at",
+            "url",
+        ]
 
     def get_url(self, job: Job) -> str:
         return f"/api/jobs/{job.pk}/"
@@ -80,7 +93,17 @@ class VersionOutput(serializers.ModelSerializer):
 
     class Meta:
         model = EvalSetVersion
-        fields = ["id", "eval_set", "number", "parent", "content_hash", "question_count", "source_name", "archived", "created_at"]
+        fields = [
+            "id",
+            "eval_set",
+            "number",
+            "parent",
+            "content_hash",
+            "question_count",
+            "source_name",
+            "archived",
+            "created_at",
+        ]
 
 
 class EvalSetListApi(EvalOwnerAPIView):
@@ -124,12 +147,21 @@ class EvalSetImportApi(EvalOwnerAPIView):
         base = serializers.IntegerField(required=False, min_value=1)
         description = serializers.CharField(required=False, allow_blank=True, default="")
 
-    @extend_schema(request=EvalSetImportInput, responses={202: JobOutput}, summary="Import questions as a new frozen version (a job)")
+    @extend_schema(
+        request=EvalSetImportInput,
+        responses={202: JobOutput},
+        summary="Import questions as a new frozen version (a job)",
+    )
     def post(self, request: Request) -> Response:
         data = _valid(self.EvalSetImportInput, request.data)
         params = EvalSetImportParams(
-            path=_save(data["file"]), name=data["name"], format=data.get("format"), display_name=data["file"].name,
-            mode="extend" if data["extend"] else "replace", base_version=data.get("base"), description=data["description"],
+            path=_save(data["file"]),
+            name=data["name"],
+            format=data.get("format"),
+            display_name=data["file"].name,
+            mode="extend" if data["extend"] else "replace",
+            base_version=data.get("base"),
+            description=data["description"],
         )
         return _accepted(request_evalset_import, params, request)
 
@@ -143,8 +175,20 @@ class RunOutput(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = [
-            "id", "name", "eval_set", "version", "k", "gain", "row_count", "question_count", "coverage",
-            "system_config", "judge_config", "summary", "source_name", "created_at",
+            "id",
+            "name",
+            "eval_set",
+            "version",
+            "k",
+            "gain",
+            "row_count",
+            "question_count",
+            "coverage",
+            "system_config",
+            "judge_config",
+            "summary",
+            "source_name",
+            "created_at",
         ]
 
     def get_judge_config(self, run: Run) -> dict | None:
@@ -152,15 +196,21 @@ class RunOutput(serializers.ModelSerializer):
         if judge is None:
             return None
         return {
-            "id": judge.pk, "model": judge.model, "model_version": judge.model_version, "prompt_hash": judge.prompt_hash,
-            "temperature": judge.temperature, "claim_splitting": judge.claim_splitting,
-            "library_versions": judge.library_versions, "config_hash": judge.config_hash,
+            "id": judge.pk,
+            "model": judge.model,
+            "model_version": judge.model_version,
+            "prompt_hash": judge.prompt_hash,
+            "temperature": judge.temperature,
+            "claim_splitting": judge.claim_splitting,
+            "library_versions": judge.library_versions,
+            "config_hash": judge.config_hash,
         }
 
 
 class RunListApi(EvalOwnerAPIView):
     @extend_schema(
-        responses=RunOutput(many=True), summary="Runs, newest first",
+        responses=RunOutput(many=True),
+        summary="Runs, newest first",
         parameters=[OpenApiParameter("evalset", str, description="NAME or NAME@VERSION")],
     )
     def get(self, request: Request) -> Response:
@@ -191,10 +241,13 @@ class RowListApi(EvalOwnerAPIView):
         scores = serializers.JSONField()
 
     @extend_schema(
-        responses=RowOutput(many=True), summary="A run's per-question rows, filterable by slice and metric range",
+        responses=RowOutput(many=True),
+        summary="A run's per-question rows, filterable by slice and metric range",
         parameters=[
-            OpenApiParameter("type", str), OpenApiParameter("metric", str),
-            OpenApiParameter("min", float), OpenApiParameter("max", float),
+            OpenApiParameter("type", str),
+            OpenApiParameter("metric", str),
+            OpenApiParameter("min", float),
+            OpenApiParameter("max", float),
         ],
     )
     def get(self, request: Request, run_id: int) -> Response:
@@ -202,7 +255,10 @@ class RowListApi(EvalOwnerAPIView):
         params = request.query_params
         metric = params.get("metric")
         if metric and metric not in run.summary.get("metrics", []):
-            return Response({"metric": [f"run {run.name!r} has no metric {metric!r}; it has {run.summary.get('metrics', [])}"]}, status=400)
+            return Response(
+                {"metric": [f"run {run.name!r} has no metric {metric!r}; it has {run.summary.get('metrics', [])}"]},
+                status=400,
+            )
         try:
             low = float(params["min"]) if params.get("min") else None
             high = float(params["max"]) if params.get("max") else None
@@ -226,13 +282,22 @@ class RunImportApi(EvalOwnerAPIView):
         judge_config = serializers.JSONField(required=False, validators=[_json_object])
         system_config = serializers.JSONField(required=False, validators=[_json_object])
 
-    @extend_schema(request=RunImportInput, responses={202: JobOutput}, summary="Import a run's rows, scored on the way in (a job)")
+    @extend_schema(
+        request=RunImportInput, responses={202: JobOutput}, summary="Import a run's rows, scored on the way in (a job)"
+    )
     def post(self, request: Request) -> Response:
         data = _valid(self.RunImportInput, request.data)
         params = RunImportParams(
-            path=_save(data["file"]), evalset=data["evalset"], name=data["name"], format=data.get("format"),
-            display_name=data["file"].name, k=data.get("k"), gain=data["gain"], judge_config=data.get("judge_config"),
-            system_config=data.get("system_config"), chunks_path=_save(data["chunks"]) if data.get("chunks") else None,
+            path=_save(data["file"]),
+            evalset=data["evalset"],
+            name=data["name"],
+            format=data.get("format"),
+            display_name=data["file"].name,
+            k=data.get("k"),
+            gain=data["gain"],
+            judge_config=data.get("judge_config"),
+            system_config=data.get("system_config"),
+            chunks_path=_save(data["chunks"]) if data.get("chunks") else None,
         )
         return _accepted(request_run_import, params, request)
 
@@ -250,11 +315,16 @@ class GateApi(EvalOwnerAPIView):
         margins = serializers.DictField(child=serializers.FloatField(min_value=0.0), required=False, default=dict)
         lower_is_better = serializers.ListField(child=serializers.CharField(), required=False, default=list)
         judge_policy = serializers.ChoiceField(
-            choices=JUDGE_POLICIES, required=False, allow_null=True, default=None,
+            choices=JUDGE_POLICIES,
+            required=False,
+            allow_null=True,
+            default=None,
             help_text="what an unvalidated or unfit judge does to judge metrics (default GATE_JUDGE_POLICY)",
         )
 
-    @extend_schema(request=GateInput, responses={202: JobOutput}, summary="Compare two runs and apply the release gate (a job)")
+    @extend_schema(
+        request=GateInput, responses={202: JobOutput}, summary="Compare two runs and apply the release gate (a job)"
+    )
     def post(self, request: Request) -> Response:
         data = _valid(self.GateInput, request.data)
         try:
@@ -263,8 +333,13 @@ class GateApi(EvalOwnerAPIView):
         except UserFacingError as error:
             return Response({"detail": str(error)}, status=400)
         params = GateParams(
-            base=base.pk, candidate=candidate.pk, metrics=data["metrics"], slice_by=None if data["slice_by"] == "none" else "type",
-            margin=data.get("margin"), margins=data["margins"], lower_is_better=data["lower_is_better"],
+            base=base.pk,
+            candidate=candidate.pk,
+            metrics=data["metrics"],
+            slice_by=None if data["slice_by"] == "none" else "type",
+            margin=data.get("margin"),
+            margins=data["margins"],
+            lower_is_better=data["lower_is_better"],
             judge_policy=data["judge_policy"],
         )
         return _accepted(request_gate, params, request)
@@ -272,11 +347,20 @@ class GateApi(EvalOwnerAPIView):
 
 class ComparisonDetailApi(EvalOwnerAPIView):
     @extend_schema(
-        responses=inline_serializer("Comparison", {"id": serializers.IntegerField(), "overall": serializers.CharField(), "decisions": serializers.ListField()}),
+        responses=inline_serializer(
+            "Comparison",
+            {
+                "id": serializers.IntegerField(),
+                "overall": serializers.CharField(),
+                "decisions": serializers.ListField(),
+            },
+        ),
         summary="A logged comparison: every decision with its interval, and the overall status",
     )
     def get(self, request: Request, comparison_id: int) -> Response:
-        comparison = get_object_or_404(Comparison.objects.select_related("base__version__eval_set", "candidate"), pk=comparison_id)
+        comparison = get_object_or_404(
+            Comparison.objects.select_related("base__version__eval_set", "candidate"), pk=comparison_id
+        )
         return Response(comparison_as_dict(comparison))
 
 

@@ -65,7 +65,9 @@ def forest_plot_svg(rows: Sequence[ForestRow], *, width: int = 900, row_height: 
         bottom = top + row_height * len(items)
         parts.append(f'<text x="{pad}" y="{y + 12}" class="fp-metric">{escape(metric)}</text>')
         for tick in (-limit, -limit / 2, 0.0, limit / 2, limit):
-            parts.append(f'<text x="{x(tick):.1f}" y="{y + 12}" class="fp-tick" text-anchor="middle">{tick:+.3g}</text>')
+            parts.append(
+                f'<text x="{x(tick):.1f}" y="{y + 12}" class="fp-tick" text-anchor="middle">{tick:+.3g}</text>'
+            )
         parts.append(f'<line x1="{x(0):.1f}" y1="{top}" x2="{x(0):.1f}" y2="{bottom}" class="fp-zero"/>')
         margin = items[0].margin
         margin_x = x(-margin if items[0].higher_is_better else margin)
@@ -80,12 +82,16 @@ def forest_plot_svg(rows: Sequence[ForestRow], *, width: int = 900, row_height: 
                     f'<line x1="{x(max(-limit, row.low)):.1f}" y1="{cy:.1f}" x2="{x(min(limit, row.high)):.1f}" y2="{cy:.1f}" '
                     f'stroke="{colour}" stroke-width="4" stroke-linecap="round"/>'
                 )
-            parts.append(f'<circle cx="{x(max(-limit, min(limit, row.mean))):.1f}" cy="{cy:.1f}" r="5" fill="{colour}"/>')
-            interval = f"[{row.low:+.3f}, {row.high:+.3f}]" if row.low is not None and row.high is not None else "n too small"
+            parts.append(
+                f'<circle cx="{x(max(-limit, min(limit, row.mean))):.1f}" cy="{cy:.1f}" r="5" fill="{colour}"/>'
+            )
+            interval = (
+                f"[{row.low:+.3f}, {row.high:+.3f}]" if row.low is not None and row.high is not None else "n too small"
+            )
             parts.append(
                 f'<text x="{width - status_w}" y="{cy + 4:.1f}" class="fp-status" fill="{colour}">'
-                f'{escape(row.status.upper())} {row.mean:+.3f}</text>'
-                f'<title>{escape(metric)} · {escape(row.slice)}: {row.mean:+.3f} {interval}, {escape(row.status)}</title>'
+                f"{escape(row.status.upper())} {row.mean:+.3f}</text>"
+                f"<title>{escape(metric)} · {escape(row.slice)}: {row.mean:+.3f} {interval}, {escape(row.status)}</title>"
             )
         y = bottom + 14
     height = y + 6
@@ -101,7 +107,9 @@ def forest_plot_svg(rows: Sequence[ForestRow], *, width: int = 900, row_height: 
     )
 
 
-def confusion_heatmap_svg(confusion: dict, *, reference: str = "people", predicted: str = "judge", width: int = 360) -> str:
+def confusion_heatmap_svg(
+    confusion: dict, *, reference: str = "people", predicted: str = "judge", width: int = 360
+) -> str:
     """A 2x2 heat map with the count and the share of the reference row in every cell."""
     rows = [("supported", confusion["people_supported"]), ("unsupported", confusion["people_unsupported"])]
     cols = ["supported", "unsupported"]
@@ -112,9 +120,13 @@ def confusion_heatmap_svg(confusion: dict, *, reference: str = "people", predict
         f'<text x="10" y="{top + cell}" class="hm-axis" transform="rotate(-90 10 {top + cell})" text-anchor="middle">{escape(reference)} say</text>',
     ]
     for j, name in enumerate(cols):
-        parts.append(f'<text x="{left + cell * j + cell / 2}" y="{top - 8}" text-anchor="middle" class="hm-label">{name}</text>')
+        parts.append(
+            f'<text x="{left + cell * j + cell / 2}" y="{top - 8}" text-anchor="middle" class="hm-label">{name}</text>'
+        )
     for i, (name, row) in enumerate(rows):
-        parts.append(f'<text x="{left - 8}" y="{top + cell * i + cell / 2 + 4}" text-anchor="end" class="hm-label">{name}</text>')
+        parts.append(
+            f'<text x="{left - 8}" y="{top + cell * i + cell / 2 + 4}" text-anchor="end" class="hm-label">{name}</text>'
+        )
         total = row["judge_supported"] + row["judge_unsupported"]
         for j, col in enumerate(cols):
             count = row[f"judge_{col}"]
@@ -132,11 +144,15 @@ def confusion_heatmap_svg(confusion: dict, *, reference: str = "people", predict
                 f'<text x="{x + cell / 2 - 2}" y="{y + cell / 2 + 12}" text-anchor="middle" class="hm-share" fill="{text_fill}">{share} · {word}</text>'
             )
     height = top + 2 * cell + 6
-    style = ("<style>.hm-axis{font:600 12px system-ui,sans-serif;fill:#5b6475}.hm-label{font:12px system-ui,sans-serif;fill:#1d2330}"
-             ".hm-count{font:700 20px system-ui,sans-serif}.hm-share{font:11px system-ui,sans-serif}</style>")
+    style = (
+        "<style>.hm-axis{font:600 12px system-ui,sans-serif;fill:#5b6475}.hm-label{font:12px system-ui,sans-serif;fill:#1d2330}"
+        ".hm-count{font:700 20px system-ui,sans-serif}.hm-share{font:11px system-ui,sans-serif}</style>"
+    )
     title = "Confusion table: people's final labels in rows, the judge's verdicts in columns"
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
-            f'width="{width}" class="heatmap"><title>{escape(title)}</title>{style}{"".join(parts)}</svg>')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" class="heatmap"><title>{escape(title)}</title>{style}{"".join(parts)}</svg>'
+    )
 
 
 def slice_intervals_svg(slices: list[dict], *, width: int = 620) -> str:
@@ -156,23 +172,39 @@ def slice_intervals_svg(slices: list[dict], *, width: int = 620) -> str:
 
     bottom = top + row_h * len(slices)
     for value, fn in ((0.0, kx), (0.5, kx), (1.0, kx), (0.0, mx), (0.5, mx), (1.0, mx)):
-        parts.append(f'<line x1="{fn(value):.1f}" y1="{top - 4}" x2="{fn(value):.1f}" y2="{bottom}" class="si-grid"/>'
-                     f'<text x="{fn(value):.1f}" y="{bottom + 14}" text-anchor="middle" class="si-tick">{value:g}</text>')
+        parts.append(
+            f'<line x1="{fn(value):.1f}" y1="{top - 4}" x2="{fn(value):.1f}" y2="{bottom}" class="si-grid"/>'
+            f'<text x="{fn(value):.1f}" y="{bottom + 14}" text-anchor="middle" class="si-tick">{value:g}</text>'
+        )
     for i, s in enumerate(slices):
         cy = top + row_h * i + row_h / 2
-        parts.append(f'<text x="{label_w - 8}" y="{cy + 4:.1f}" text-anchor="end" class="si-label">{escape(str(s["slice"]))} (n={s.get("n", 0)})</text>')
+        parts.append(
+            f'<text x="{label_w - 8}" y="{cy + 4:.1f}" text-anchor="end" class="si-label">{escape(str(s["slice"]))} (n={s.get("n", 0)})</text>'
+        )
         if s.get("kappa") is not None:
             if s.get("kappa_low") is not None:
-                parts.append(f'<line x1="{kx(s["kappa_low"]):.1f}" y1="{cy:.1f}" x2="{kx(s["kappa_high"]):.1f}" y2="{cy:.1f}" class="si-bar"/>')
-            parts.append(f'<circle cx="{kx(s["kappa"]):.1f}" cy="{cy:.1f}" r="4.5" class="si-dot"/><title>kappa {s["kappa"]:.2f}</title>')
+                parts.append(
+                    f'<line x1="{kx(s["kappa_low"]):.1f}" y1="{cy:.1f}" x2="{kx(s["kappa_high"]):.1f}" y2="{cy:.1f}" class="si-bar"/>'
+                )
+            parts.append(
+                f'<circle cx="{kx(s["kappa"]):.1f}" cy="{cy:.1f}" r="4.5" class="si-dot"/><title>kappa {s["kappa"]:.2f}</title>'
+            )
         if s.get("miss_rate") is not None:
             if s.get("miss_low") is not None:
-                parts.append(f'<line x1="{mx(s["miss_low"]):.1f}" y1="{cy:.1f}" x2="{mx(s["miss_high"]):.1f}" y2="{cy:.1f}" class="si-bar miss"/>')
-            parts.append(f'<circle cx="{mx(s["miss_rate"]):.1f}" cy="{cy:.1f}" r="4.5" class="si-dot miss"/>'
-                         f'<text x="{mx(s["miss_rate"]) + 8:.1f}" y="{cy - 6:.1f}" class="si-tick">{s["missed"]}/{s["failures"]}</text>')
-    style = ("<style>.si-head{font:600 12px system-ui,sans-serif;fill:#1d2330}.si-label{font:12px system-ui,sans-serif;fill:#1d2330}"
-             ".si-tick{font:10px system-ui,sans-serif;fill:#5b6475}.si-grid{stroke:#d9dde5}.si-bar{stroke:#1f5fbf;stroke-width:3}"
-             ".si-dot{fill:#1f5fbf}.si-bar.miss{stroke:#b3261e}.si-dot.miss{fill:#b3261e}</style>")
+                parts.append(
+                    f'<line x1="{mx(s["miss_low"]):.1f}" y1="{cy:.1f}" x2="{mx(s["miss_high"]):.1f}" y2="{cy:.1f}" class="si-bar miss"/>'
+                )
+            parts.append(
+                f'<circle cx="{mx(s["miss_rate"]):.1f}" cy="{cy:.1f}" r="4.5" class="si-dot miss"/>'
+                f'<text x="{mx(s["miss_rate"]) + 8:.1f}" y="{cy - 6:.1f}" class="si-tick">{s["missed"]}/{s["failures"]}</text>'
+            )
+    style = (
+        "<style>.si-head{font:600 12px system-ui,sans-serif;fill:#1d2330}.si-label{font:12px system-ui,sans-serif;fill:#1d2330}"
+        ".si-tick{font:10px system-ui,sans-serif;fill:#5b6475}.si-grid{stroke:#d9dde5}.si-bar{stroke:#1f5fbf;stroke-width:3}"
+        ".si-dot{fill:#1f5fbf}.si-bar.miss{stroke:#b3261e}.si-dot.miss{fill:#b3261e}</style>"
+    )
     title = "Per slice: kappa and the miss rate on unsupported items, each with its 95 % interval"
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {bottom + 22}" '
-            f'width="100%" class="slice-plot"><title>{escape(title)}</title>{style}{"".join(parts)}</svg>')
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {bottom + 22}" '
+        f'width="100%" class="slice-plot"><title>{escape(title)}</title>{style}{"".join(parts)}</svg>'
+    )

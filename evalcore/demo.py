@@ -30,32 +30,125 @@ UNANSWERABLE_SHARE = 0.075
 K = 5
 
 TOPICS = {
-    "policy": ["notice period", "refund window", "data retention", "warranty term", "cancellation fee", "travel allowance"],
+    "policy": [
+        "notice period",
+        "refund window",
+        "data retention",
+        "warranty term",
+        "cancellation fee",
+        "travel allowance",
+    ],
     "billing": ["invoice date", "late fee", "payment terms", "currency", "tax rate", "credit limit"],
     "technical": ["API rate limit", "timeout", "retry policy", "TLS version", "log retention", "backup schedule"],
     "account": ["password length", "session lifetime", "seat limit", "SSO provider", "admin role", "2FA method"],
 }
 # Ten values per kind (the random draws, and so the runs' numbers, do not depend on which list).
-DURATIONS = ["7 days", "14 days", "30 days", "45 days", "60 days", "90 days", "6 months", "12 months", "24 months", "36 months"]
+DURATIONS = [
+    "7 days",
+    "14 days",
+    "30 days",
+    "45 days",
+    "60 days",
+    "90 days",
+    "6 months",
+    "12 months",
+    "24 months",
+    "36 months",
+]
 AMOUNTS = ["2 %", "5 %", "8 %", "10 %", "EUR 15", "EUR 25", "EUR 40", "USD 20", "USD 50", "GBP 30"]
-LIMITS = ["100 requests per minute", "500 requests per minute", "10 seats", "25 seats", "12 characters",
-          "16 characters", "TLS 1.2", "TLS 1.3", "3 retries", "5 retries"]
-WAITS = ["10 seconds", "30 seconds", "60 seconds", "90 seconds", "2 minutes", "5 minutes", "10 minutes", "15 minutes",
-         "30 minutes", "8 hours"]
+LIMITS = [
+    "100 requests per minute",
+    "500 requests per minute",
+    "10 seats",
+    "25 seats",
+    "12 characters",
+    "16 characters",
+    "TLS 1.2",
+    "TLS 1.3",
+    "3 retries",
+    "5 retries",
+]
+WAITS = [
+    "10 seconds",
+    "30 seconds",
+    "60 seconds",
+    "90 seconds",
+    "2 minutes",
+    "5 minutes",
+    "10 minutes",
+    "15 minutes",
+    "30 minutes",
+    "8 hours",
+]
 TOPIC_VALUES = {
-    "notice period": DURATIONS, "refund window": DURATIONS, "data retention": DURATIONS, "warranty term": DURATIONS,
-    "cancellation fee": AMOUNTS, "travel allowance": AMOUNTS, "late fee": AMOUNTS, "tax rate": AMOUNTS,
-    "credit limit": AMOUNTS, "payment terms": DURATIONS, "log retention": DURATIONS, "backup schedule": DURATIONS,
-    "invoice date": ["the 1st", "the 5th", "the 10th", "the 15th", "the 20th", "the 25th", "the 28th",
-                     "the last day of the month", "the first Monday", "the first working day"],
+    "notice period": DURATIONS,
+    "refund window": DURATIONS,
+    "data retention": DURATIONS,
+    "warranty term": DURATIONS,
+    "cancellation fee": AMOUNTS,
+    "travel allowance": AMOUNTS,
+    "late fee": AMOUNTS,
+    "tax rate": AMOUNTS,
+    "credit limit": AMOUNTS,
+    "payment terms": DURATIONS,
+    "log retention": DURATIONS,
+    "backup schedule": DURATIONS,
+    "invoice date": [
+        "the 1st",
+        "the 5th",
+        "the 10th",
+        "the 15th",
+        "the 20th",
+        "the 25th",
+        "the 28th",
+        "the last day of the month",
+        "the first Monday",
+        "the first working day",
+    ],
     "currency": ["EUR", "USD", "GBP", "CHF", "SEK", "NOK", "DKK", "PLN", "CZK", "JPY"],
-    "API rate limit": LIMITS, "retry policy": LIMITS, "TLS version": LIMITS, "password length": LIMITS, "seat limit": LIMITS,
-    "timeout": WAITS, "session lifetime": WAITS,
-    "SSO provider": ["Okta", "Azure AD", "Google", "OneLogin", "Auth0", "Ping", "JumpCloud", "Keycloak", "Duo", "AWS IAM"],
-    "admin role": ["Owner", "Admin", "Billing admin", "Security admin", "Workspace admin", "Org admin", "Super admin",
-                   "Manager", "Editor", "Auditor"],
-    "2FA method": ["TOTP", "SMS", "WebAuthn", "email codes", "push", "hardware keys", "backup codes", "passkeys",
-                   "YubiKey", "authenticator apps"],
+    "API rate limit": LIMITS,
+    "retry policy": LIMITS,
+    "TLS version": LIMITS,
+    "password length": LIMITS,
+    "seat limit": LIMITS,
+    "timeout": WAITS,
+    "session lifetime": WAITS,
+    "SSO provider": [
+        "Okta",
+        "Azure AD",
+        "Google",
+        "OneLogin",
+        "Auth0",
+        "Ping",
+        "JumpCloud",
+        "Keycloak",
+        "Duo",
+        "AWS IAM",
+    ],
+    "admin role": [
+        "Owner",
+        "Admin",
+        "Billing admin",
+        "Security admin",
+        "Workspace admin",
+        "Org admin",
+        "Super admin",
+        "Manager",
+        "Editor",
+        "Auditor",
+    ],
+    "2FA method": [
+        "TOTP",
+        "SMS",
+        "WebAuthn",
+        "email codes",
+        "push",
+        "hardware keys",
+        "backup codes",
+        "passkeys",
+        "YubiKey",
+        "authenticator apps",
+    ],
 }
 
 JUDGE_CONFIG = {
@@ -72,15 +165,26 @@ JUDGE_CONFIG = {
 }
 TUNED_JUDGE_CONFIG = {
     **JUDGE_CONFIG,
-    "prompt": JUDGE_CONFIG["prompt"] + (
+    "prompt": JUDGE_CONFIG["prompt"]
+    + (
         "\nA claim whose number, date or name is not in the context is UNSUPPORTED, even when it is plausible.\n"
         "Examples: (few-shot examples exported from the disagreements of campaign faithfulness-claims)"
     ),
 }
 #: How each judge errs: the share of truly supported claims it fails, and of unsupported claims it passes.
 JUDGE_ERRORS = {"judge": (0.03, 0.36), "tuned": (0.02, 0.05)}
-BASE_SYSTEM = {"retriever": "bm25+dense", "chunking": {"tokens": 512, "overlap": 0}, "reranker": None, "prompt": "answer-v4"}
-CAND_SYSTEM = {"retriever": "bm25+dense", "chunking": {"tokens": 256, "overlap": 0}, "reranker": "cross-encoder-v2", "prompt": "answer-v4"}
+BASE_SYSTEM = {
+    "retriever": "bm25+dense",
+    "chunking": {"tokens": 512, "overlap": 0},
+    "reranker": None,
+    "prompt": "answer-v4",
+}
+CAND_SYSTEM = {
+    "retriever": "bm25+dense",
+    "chunking": {"tokens": 256, "overlap": 0},
+    "reranker": "cross-encoder-v2",
+    "prompt": "answer-v4",
+}
 
 
 def _chunk_map(prefix: str, size: int) -> list[dict[str, Any]]:
@@ -129,7 +233,9 @@ def build_demo(seed: int = 2026) -> dict[str, Any]:
                             start = rng.randrange(0, DOC_LENGTH - 300)
                             start -= start % 256
                             start += rng.randint(10, 100)
-                        question["gold"].append({"doc": f"doc{d:03d}", "grade": grade, "start": start, "end": start + rng.randint(80, 140)})
+                        question["gold"].append(
+                            {"doc": f"doc{d:03d}", "grade": grade, "start": start, "end": start + rng.randint(80, 140)}
+                        )
                     else:
                         question["gold"].append({"doc": f"doc{d:03d}", "grade": grade})
             questions.append(question)
@@ -151,9 +257,20 @@ def build_demo(seed: int = 2026) -> dict[str, Any]:
     }
 
 
-def _ranked(q: dict[str, Any], rng: random.Random, draws: list[float], positions: list[int], prefix: str, size: int, hit_prob: float) -> list[str]:
+def _ranked(
+    q: dict[str, Any],
+    rng: random.Random,
+    draws: list[float],
+    positions: list[int],
+    prefix: str,
+    size: int,
+    hit_prob: float,
+) -> list[str]:
     """Return 10 ranked chunks: the gold chunks whose draw is under ``hit_prob`` at their positions."""
-    wanted = [_chunk_of(prefix, size, e["doc"], e.get("start", 0) + (e.get("end", 1) - e.get("start", 0)) // 2) for e in q["gold"]]
+    wanted = [
+        _chunk_of(prefix, size, e["doc"], e.get("start", 0) + (e.get("end", 1) - e.get("start", 0)) // 2)
+        for e in q["gold"]
+    ]
     hits = [(pos, chunk) for chunk, u, pos in zip(wanted, draws, positions) if u < hit_prob]
     filler: list[str] = []
     while len(filler) < 10:
@@ -231,19 +348,25 @@ def _rows_for(q: dict[str, Any], rng: random.Random) -> tuple[dict[str, Any], di
         ranked = _ranked(q, rng, draws, positions, prefix, size, hit_prob)
         declined = decline_draw < (0.7 if not q["answerable"] else 0.02)
         context_ids = ranked[:K]
-        claims = [] if declined else [
-            {"text": text, "true": u < p_true, "draws": d} for text, u, d in zip(texts, claim_draws, judge_draws)
-        ]
-        rows.append({
-            "id": q["id"],
-            "retrieved": ranked,
-            "context_ids": context_ids,
-            "context": _context_texts(q, context_ids, [c["text"] for c in claims if c["true"]], prefix),
-            "answer": "I could not find this in the documentation." if declined else " ".join(c["text"] for c in claims),
-            "declined": declined,
-            "claims": claims,
-            "scores": {"answer_relevance": None if declined else relevance},
-        })
+        claims = (
+            []
+            if declined
+            else [{"text": text, "true": u < p_true, "draws": d} for text, u, d in zip(texts, claim_draws, judge_draws)]
+        )
+        rows.append(
+            {
+                "id": q["id"],
+                "retrieved": ranked,
+                "context_ids": context_ids,
+                "context": _context_texts(q, context_ids, [c["text"] for c in claims if c["true"]], prefix),
+                "answer": "I could not find this in the documentation."
+                if declined
+                else " ".join(c["text"] for c in claims),
+                "declined": declined,
+                "claims": claims,
+                "scores": {"answer_relevance": None if declined else relevance},
+            }
+        )
     return rows[0], rows[1]
 
 
@@ -254,11 +377,13 @@ def _judged(row: dict[str, Any], judge: str) -> dict[str, Any]:
     for claim in row["claims"]:
         draw = claim["draws"][judge]
         supported = draw >= false_fail if claim["true"] else draw < miss
-        claims.append({
-            "text": claim["text"],
-            "supported": supported,
-            "rationale": "Stated in the context." if supported else "No chunk in the context states this.",
-        })
+        claims.append(
+            {
+                "text": claim["text"],
+                "supported": supported,
+                "rationale": "Stated in the context." if supported else "No chunk in the context states this.",
+            }
+        )
     return {**row, "claims": claims}
 
 

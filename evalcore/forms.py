@@ -17,7 +17,9 @@ class EvalSetImportForm(forms.Form):
     file = forms.FileField(help_text="JSON Lines, CSV, Parquet, a Ragas table or TREC qrels.")
     name = forms.CharField(max_length=100, validators=[validate_slug], help_text="New or existing eval set name.")
     format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
-    extend = forms.BooleanField(required=False, help_text="Add these questions to the latest version instead of replacing them.")
+    extend = forms.BooleanField(
+        required=False, help_text="Add these questions to the latest version instead of replacing them."
+    )
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
 
@@ -38,11 +40,21 @@ class RunImportForm(forms.Form):
     evalset = forms.CharField(max_length=120, help_text="NAME (latest version) or NAME@VERSION.")
     name = forms.CharField(max_length=150, validators=[validate_slug])
     format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
-    k = forms.IntegerField(min_value=1, required=False, help_text="Chunks that reach the model; default: the most context_ids in a row.")
+    k = forms.IntegerField(
+        min_value=1, required=False, help_text="Chunks that reach the model; default: the most context_ids in a row."
+    )
     gain = forms.ChoiceField(choices=[("exponential", "2^g − 1"), ("linear", "g")], initial="exponential")
     chunks = forms.FileField(required=False, help_text="Chunk map (id, doc, start, end), when gold is given as spans.")
-    judge_config = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}), help_text="JSON: model, model_version, prompt, temperature, claim_splitting, library_versions.")
-    system_config = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="JSON: retriever, reranker, chunking, prompt, ...")
+    judge_config = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="JSON: model, model_version, prompt, temperature, claim_splitting, library_versions.",
+    )
+    system_config = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="JSON: retriever, reranker, chunking, prompt, ...",
+    )
 
     def clean_judge_config(self) -> dict | None:
         return _json_object(self.cleaned_data["judge_config"], "judge config")
@@ -55,16 +67,28 @@ class CompareForm(forms.Form):
     base = forms.ModelChoiceField(queryset=Run.objects.select_related("version__eval_set"), label="Baseline")
     candidate = forms.ModelChoiceField(queryset=Run.objects.select_related("version__eval_set"), label="Candidate")
     slice_by = forms.ChoiceField(choices=[("type", "question type"), ("none", "no slices")], initial="type")
-    margin = forms.FloatField(min_value=0.0, max_value=1000.0, initial=0.02, help_text="Largest drop you ship without discussion.")
-    margins = forms.CharField(required=False, help_text="Per-metric margins, e.g. faithfulness=0.01, answer_relevance=0.1")
+    margin = forms.FloatField(
+        min_value=0.0, max_value=1000.0, initial=0.02, help_text="Largest drop you ship without discussion."
+    )
+    margins = forms.CharField(
+        required=False, help_text="Per-metric margins, e.g. faithfulness=0.01, answer_relevance=0.1"
+    )
     metrics = forms.CharField(required=False, help_text="Comma-separated; empty for every shared metric.")
     judge_policy = forms.ChoiceField(
-        choices=[("", "the default (GATE_JUDGE_POLICY)"), ("review", "review: an unvalidated or unfit judge sends its metrics to review"),
-                 ("warn", "warn: the decision stands, with the judge's validation beside it"), ("off", "off: record only")],
-        required=False, label="Judge policy",
+        choices=[
+            ("", "the default (GATE_JUDGE_POLICY)"),
+            ("review", "review: an unvalidated or unfit judge sends its metrics to review"),
+            ("warn", "warn: the decision stands, with the judge's validation beside it"),
+            ("off", "off: record only"),
+        ],
+        required=False,
+        label="Judge policy",
     )
-    lower_is_better = forms.CharField(required=False, label="Lower is better",
-                                      help_text="Comma-separated metrics where a rise is a regression (latency, cost, ...).")
+    lower_is_better = forms.CharField(
+        required=False,
+        label="Lower is better",
+        help_text="Comma-separated metrics where a rise is a regression (latency, cost, ...).",
+    )
 
     def clean_margins(self) -> dict[str, float]:
         out = {}

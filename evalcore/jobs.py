@@ -78,9 +78,16 @@ def evalset_result(result: EvalSetImportResult) -> dict[str, Any]:
 @register_job_kind(name=IMPORT_EVALSET, label="Import eval set", params=EvalSetImportParams)
 def _import_evalset(params: EvalSetImportParams, job: Job, progress: Progress) -> dict[str, Any]:
     result = evalset_import(
-        path=Path(params.path), name=params.name, fmt=params.format or None, display_name=params.display_name,
-        mode=params.mode, base_version=params.base_version,  # type: ignore[arg-type]
-        topics_path=_path(params.topics_path), description=params.description, user=job.created_by, progress=progress,
+        path=Path(params.path),
+        name=params.name,
+        fmt=params.format or None,
+        display_name=params.display_name,
+        mode=params.mode,
+        base_version=params.base_version,  # type: ignore[arg-type]
+        topics_path=_path(params.topics_path),
+        description=params.description,
+        user=job.created_by,
+        progress=progress,
     )
     return evalset_result(result)
 
@@ -126,10 +133,19 @@ def request_run_import(*, params: RunImportParams, user: Any = None, start: bool
 @register_job_kind(name=IMPORT_RUN, label="Import run", params=RunImportParams)
 def _import_run(params: RunImportParams, job: Job, progress: Progress) -> dict[str, Any]:
     result = run_import(
-        path=Path(params.path), evalset=params.evalset, name=params.name, fmt=params.format or None,
-        display_name=params.display_name, k=params.k, gain=params.gain, judge_config=params.judge_config,
-        system_config=params.system_config, chunks_path=_path(params.chunks_path), description=params.description,
-        user=job.created_by, progress=progress,
+        path=Path(params.path),
+        evalset=params.evalset,
+        name=params.name,
+        fmt=params.format or None,
+        display_name=params.display_name,
+        k=params.k,
+        gain=params.gain,
+        judge_config=params.judge_config,
+        system_config=params.system_config,
+        chunks_path=_path(params.chunks_path),
+        description=params.description,
+        user=job.created_by,
+        progress=progress,
     )
     return {"created": result.created, "message": result.message, "run_id": result.run.pk}
 
@@ -173,8 +189,15 @@ def request_gate(*, params: GateParams, user: Any = None, start: bool = True) ->
 def _gate(params: GateParams, job: Job, progress: Progress) -> dict[str, Any]:
     base, candidate = _runs(params)
     outcome = compare_runs(
-        base=base, candidate=candidate, metrics=params.metrics or None, slice_by=params.slice_by, margin=params.margin,
-        margins=params.margins or None, lower_is_better=params.lower_is_better, judge_policy=params.judge_policy,
-        user=job.created_by, progress=progress,
+        base=base,
+        candidate=candidate,
+        metrics=params.metrics or None,
+        slice_by=params.slice_by,
+        margin=params.margin,
+        margins=params.margins or None,
+        lower_is_better=params.lower_is_better,
+        judge_policy=params.judge_policy,
+        user=job.created_by,
+        progress=progress,
     )
     return {"comparison_id": outcome.comparison.pk, "overall": outcome.report.overall}

@@ -49,7 +49,9 @@ def run_by_ref(ref: str, *, evalset: str | None = None) -> Run:
         raise NotFound(f"there is no run named {ref!r}{where}; list runs with the runs page or GET /api/runs/")
     if len(runs) > 1:
         places = ", ".join(r.version.label for r in runs)
-        raise NotFound(f"run name {ref!r} exists on several eval set versions ({places}); say which with --evalset NAME@VERSION")
+        raise NotFound(
+            f"run name {ref!r} exists on several eval set versions ({places}); say which with --evalset NAME@VERSION"
+        )
     return runs[0]
 
 
@@ -65,8 +67,15 @@ def runs_list() -> QuerySet[Run]:
     return Run.objects.select_related("version__eval_set", "judge_config", "created_by").order_by("-created_at")
 
 
-def run_rows(run: Run, *, qtype: str | None = None, metric: str | None = None, low: float | None = None,
-             high: float | None = None, search: str | None = None) -> QuerySet[Row]:
+def run_rows(
+    run: Run,
+    *,
+    qtype: str | None = None,
+    metric: str | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    search: str | None = None,
+) -> QuerySet[Row]:
     """A run's rows, filtered by slice, by a metric's range and by text in the question or answer."""
     rows = Row.objects.filter(run=run).select_related("question").order_by("question__qid")
     if qtype is not None:
@@ -114,11 +123,22 @@ def changed_rows(comparison: Comparison, metric: str, *, limit: int = 25) -> lis
     """The questions whose score on ``metric`` changed most between the two runs (both rows each)."""
     base_rows = {r.question_id: r for r in Row.objects.filter(run=comparison.base).select_related("question")}
     out = []
-    for cand in Row.objects.filter(run=comparison.candidate, question_id__in=base_rows.keys()).select_related("question"):
+    for cand in Row.objects.filter(run=comparison.candidate, question_id__in=base_rows.keys()).select_related(
+        "question"
+    ):
         base = base_rows[cand.question_id]
         b, c = base.scores.get(metric), cand.scores.get(metric)
         if b is None or c is None or b == c:
             continue
-        out.append({"question": cand.question, "base": base, "candidate": cand, "base_score": b, "cand_score": c, "delta": c - b})
+        out.append(
+            {
+                "question": cand.question,
+                "base": base,
+                "candidate": cand,
+                "base_score": b,
+                "cand_score": c,
+                "delta": c - b,
+            }
+        )
     out.sort(key=lambda item: (-abs(item["delta"]), item["question"].qid))
     return out[:limit]

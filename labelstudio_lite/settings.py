@@ -120,7 +120,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Tests use a file (not shared-cache memory) so that threads in concurrency tests get real
     # SQLite locking; one file per process, so parallel test runs never share it.
     DATABASES["default"]["TEST"] = {
-        "NAME": envstr("SQLITE_TEST_NAME", "") or str(Path(tempfile.gettempdir()) / f"labelstudio-lite-test-{os.getpid()}.sqlite3")
+        "NAME": envstr("SQLITE_TEST_NAME", "")
+        or str(Path(tempfile.gettempdir()) / f"labelstudio-lite-test-{os.getpid()}.sqlite3")
     }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -167,7 +168,9 @@ CELERY_BROKER_URL = envstr("CELERY_BROKER_URL", "")
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", not CELERY_BROKER_URL)
 if not CELERY_BROKER_URL:
     if not CELERY_TASK_ALWAYS_EAGER:
-        raise ImproperlyConfigured("CELERY_TASK_ALWAYS_EAGER=0 needs CELERY_BROKER_URL (for example redis://127.0.0.1:6379/0)")
+        raise ImproperlyConfigured(
+            "CELERY_TASK_ALWAYS_EAGER=0 needs CELERY_BROKER_URL (for example redis://127.0.0.1:6379/0)"
+        )
     CELERY_BROKER_URL = "memory://"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = envstr("CELERY_RESULT_BACKEND", "") or None

@@ -31,9 +31,15 @@ def pytest_collection_modifyitems(config, items):
     has_chromium = os.path.exists(CHROMIUM) or shutil.which("chromium") is not None
     for item in items:
         if "postgres" in item.keywords and not on_postgres:
-            item.add_marker(pytest.mark.skip(reason="needs PostgreSQL: set DATABASE_URL=postgres://postgres@127.0.0.1:5432/test"))
+            item.add_marker(
+                pytest.mark.skip(reason="needs PostgreSQL: set DATABASE_URL=postgres://postgres@127.0.0.1:5432/test")
+            )
         if "redis" in item.keywords and not has_redis:
-            item.add_marker(pytest.mark.skip(reason="needs Redis for a real Celery worker: set CELERY_BROKER_URL=redis://127.0.0.1:6379/0"))
+            item.add_marker(
+                pytest.mark.skip(
+                    reason="needs Redis for a real Celery worker: set CELERY_BROKER_URL=redis://127.0.0.1:6379/0"
+                )
+            )
         if "browser" in item.keywords and not has_chromium:
             item.add_marker(pytest.mark.skip(reason="needs Chromium: apt-get install -y chromium"))
 
@@ -44,7 +50,10 @@ def pytest_sessionfinish(session, exitstatus):
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     skipped = reporter.stats.get("skipped", []) if reporter else []
     if skipped:
-        reporter.write_line(f"LSL_FORBID_SKIPS: {len(skipped)} test(s) were skipped; every service is provided here, so that is a failure", red=True)
+        reporter.write_line(
+            f"LSL_FORBID_SKIPS: {len(skipped)} test(s) were skipped; every service is provided here, so that is a failure",
+            red=True,
+        )
         session.exitstatus = 1
 
 

@@ -52,10 +52,14 @@ JUDGE: dict[str, Any] = {
 OTHER_JUDGE: dict[str, Any] = {**JUDGE, "model_version": "2026-09"}
 #: The judge of the judge-validation runs, asked about whole answers.
 ANSWER_JUDGE: dict[str, Any] = {
-    **JUDGE, "prompt": "You check whether an answer is supported by the context. Answer SUPPORTED or UNSUPPORTED.",
+    **JUDGE,
+    "prompt": "You check whether an answer is supported by the context. Answer SUPPORTED or UNSUPPORTED.",
 }
 #: ANSWER_JUDGE tuned on the disagreements people found: the new judge config of a re-measurement.
-TUNED_JUDGE: dict[str, Any] = {**ANSWER_JUDGE, "prompt": ANSWER_JUDGE["prompt"] + "\nExamples: (few-shot examples from the disagreements)"}
+TUNED_JUDGE: dict[str, Any] = {
+    **ANSWER_JUDGE,
+    "prompt": ANSWER_JUDGE["prompt"] + "\nExamples: (few-shot examples from the disagreements)",
+}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -68,7 +72,9 @@ def qid_of(i: int) -> str:
     return f"q{i:04d}"
 
 
-def make_eval_set(*, folder: Path, questions: Iterable[Any], name: str, file: str | None = None, **options: Any) -> EvalSetVersion:
+def make_eval_set(
+    *, folder: Path, questions: Iterable[Any], name: str, file: str | None = None, **options: Any
+) -> EvalSetVersion:
     """Write ``questions`` as JSON Lines in ``folder`` (``NAME.questions.jsonl``) and import them as eval set ``name``.
 
     ``options`` go to ``evalset_import`` as they are (``mode``, ``base_version``, ...). Return the version.
@@ -78,7 +84,9 @@ def make_eval_set(*, folder: Path, questions: Iterable[Any], name: str, file: st
     return evalset_import(path=path, name=name, **options).version
 
 
-def make_run(*, folder: Path, rows: Iterable[Any], evalset: str, name: str, file: str | None = None, **options: Any) -> Run:
+def make_run(
+    *, folder: Path, rows: Iterable[Any], evalset: str, name: str, file: str | None = None, **options: Any
+) -> Run:
     """Write ``rows`` as JSON Lines in ``folder`` (``EVALSET-NAME.rows.jsonl``) and import them as run ``name``.
 
     ``options`` go to ``run_import`` as they are (``k``, ``judge_config``, ...): no judge config unless given.
@@ -106,16 +114,46 @@ def demo_judge(paths: dict[str, Path]) -> dict[str, Any]:
 
 #: Five questions of two types: q4 is unanswerable, q5 has span gold.
 QUESTIONS: list[dict[str, Any]] = [
-    {"id": "q1", "question": "What is the refund window?", "type": "policy", "answerable": True,
-     "reference_answer": "30 days.", "gold": [{"doc": "d1", "grade": 3}, {"doc": "d2", "grade": 1}]},
-    {"id": "q2", "question": "What is the late fee?", "type": "billing", "answerable": True,
-     "reference_answer": "5 %.", "gold": [{"doc": "d3", "grade": 2}]},
-    {"id": "q3", "question": "How long is the notice period?", "type": "policy", "answerable": True,
-     "reference_answer": "14 days.", "gold": [{"doc": "d4", "grade": 1}]},
-    {"id": "q4", "question": "Who is the CEO's dentist?", "type": "billing", "answerable": False,
-     "reference_answer": "", "gold": []},
-    {"id": "q5", "question": "What is the invoice date?", "type": "billing", "answerable": True,
-     "reference_answer": "The 1st.", "gold": [{"doc": "d5", "grade": 2, "start": 100, "end": 180}]},
+    {
+        "id": "q1",
+        "question": "What is the refund window?",
+        "type": "policy",
+        "answerable": True,
+        "reference_answer": "30 days.",
+        "gold": [{"doc": "d1", "grade": 3}, {"doc": "d2", "grade": 1}],
+    },
+    {
+        "id": "q2",
+        "question": "What is the late fee?",
+        "type": "billing",
+        "answerable": True,
+        "reference_answer": "5 %.",
+        "gold": [{"doc": "d3", "grade": 2}],
+    },
+    {
+        "id": "q3",
+        "question": "How long is the notice period?",
+        "type": "policy",
+        "answerable": True,
+        "reference_answer": "14 days.",
+        "gold": [{"doc": "d4", "grade": 1}],
+    },
+    {
+        "id": "q4",
+        "question": "Who is the CEO's dentist?",
+        "type": "billing",
+        "answerable": False,
+        "reference_answer": "",
+        "gold": [],
+    },
+    {
+        "id": "q5",
+        "question": "What is the invoice date?",
+        "type": "billing",
+        "answerable": True,
+        "reference_answer": "The 1st.",
+        "gold": [{"doc": "d5", "grade": 2, "start": 100, "end": 180}],
+    },
 ]
 
 
@@ -185,32 +223,41 @@ def make_marked_run(
     for i in range(n):
         qid = qid_of(i)
         qtype = types[i % len(types)]
-        questions.append({
-            "id": qid,
-            "question": f"What is the refund window of plan {qid} ({qtype})?",
-            "type": qtype,
-            "answerable": True,
-            "reference_answer": f"{REFERENCE_MARK}-{qid}",
-            "gold": [{"doc": f"doc-{qid}-a", "grade": 2}],
-            "owner_note": f"{QUESTION_METADATA_MARK}-{qid}",
-        })
+        questions.append(
+            {
+                "id": qid,
+                "question": f"What is the refund window of plan {qid} ({qtype})?",
+                "type": qtype,
+                "answerable": True,
+                "reference_answer": f"{REFERENCE_MARK}-{qid}",
+                "gold": [{"doc": f"doc-{qid}-a", "grade": 2}],
+                "owner_note": f"{QUESTION_METADATA_MARK}-{qid}",
+            }
+        )
         is_declined = declined(i)
         texts = [f"Claim {c + 1} of {qid} says the window is {10 + c} days." for c in range(claims)]
         flags = verdicts(i, claims)
-        rows.append({
-            "id": qid,
-            "retrieved": [f"doc-{qid}-a", f"doc-{qid}-b", f"{RETRIEVED_MARK}-{qid}"],
-            "context_ids": [f"doc-{qid}-a", f"doc-{qid}-b"],
-            "context": [f"First chunk for {qid}: the window is 10 days.", f"Second chunk for {qid}: exceptions exist."],
-            "answer": "I could not find this." if is_declined else " ".join(texts),
-            "declined": is_declined,
-            "claims": [] if is_declined else [
-                {"text": t, "supported": s, "rationale": f"{JUDGE_RATIONALE_MARK}-{qid}-{c}"}
-                for c, (t, s) in enumerate(zip(texts, flags))
-            ],
-            "scores": {"faithfulness": FAITHFULNESS_SCORE, "answer_relevance": RELEVANCE_SCORE},
-            "debug_trace": f"{METADATA_MARK}-{qid}",
-        })
+        rows.append(
+            {
+                "id": qid,
+                "retrieved": [f"doc-{qid}-a", f"doc-{qid}-b", f"{RETRIEVED_MARK}-{qid}"],
+                "context_ids": [f"doc-{qid}-a", f"doc-{qid}-b"],
+                "context": [
+                    f"First chunk for {qid}: the window is 10 days.",
+                    f"Second chunk for {qid}: exceptions exist.",
+                ],
+                "answer": "I could not find this." if is_declined else " ".join(texts),
+                "declined": is_declined,
+                "claims": []
+                if is_declined
+                else [
+                    {"text": t, "supported": s, "rationale": f"{JUDGE_RATIONALE_MARK}-{qid}-{c}"}
+                    for c, (t, s) in enumerate(zip(texts, flags))
+                ],
+                "scores": {"faithfulness": FAITHFULNESS_SCORE, "answer_relevance": RELEVANCE_SCORE},
+                "debug_trace": f"{METADATA_MARK}-{qid}",
+            }
+        )
     make_eval_set(folder=folder, questions=questions, name=evalset)
     return make_run(folder=folder, rows=rows, evalset=evalset, name=name, judge_config=JUDGE)
 
@@ -263,22 +310,36 @@ def make_judged_run(
     for i, flags in enumerate(claim_verdicts):
         qid = qid_of(i)
         qtype = types[i % len(types)]
-        questions.append({"id": qid, "question": f"What is the refund window of plan {qid}?", "type": qtype, "answerable": True,
-                          "reference_answer": "30 days.", "gold": [{"doc": f"doc-{qid}", "grade": 2}]})
+        questions.append(
+            {
+                "id": qid,
+                "question": f"What is the refund window of plan {qid}?",
+                "type": qtype,
+                "answerable": True,
+                "reference_answer": "30 days.",
+                "gold": [{"doc": f"doc-{qid}", "grade": 2}],
+            }
+        )
         texts = [f"Claim {c + 1} of {qid}: the window is {10 + c} days." for c in range(len(flags))]
-        rows.append({
-            "id": qid,
-            "retrieved": [f"doc-{qid}", "doc-other"],
-            "context_ids": [f"doc-{qid}", "doc-other"],
-            "context": [f"CONTEXT-{qid}: the refund window is 10 days.", f"Unrelated chunk for {qid}."],
-            "answer": f"ANSWER-{qid}: " + " ".join(texts),
-            "declined": False,
-            "claims": [
-                {"text": t, "supported": bool(s), "rationale": f"Stated in chunk 1 for {qid}." if s else judge_why(qid)}
-                for t, s in zip(texts, flags)
-            ],
-            "scores": {"answer_relevance": 4},
-        })
+        rows.append(
+            {
+                "id": qid,
+                "retrieved": [f"doc-{qid}", "doc-other"],
+                "context_ids": [f"doc-{qid}", "doc-other"],
+                "context": [f"CONTEXT-{qid}: the refund window is 10 days.", f"Unrelated chunk for {qid}."],
+                "answer": f"ANSWER-{qid}: " + " ".join(texts),
+                "declined": False,
+                "claims": [
+                    {
+                        "text": t,
+                        "supported": bool(s),
+                        "rationale": f"Stated in chunk 1 for {qid}." if s else judge_why(qid),
+                    }
+                    for t, s in zip(texts, flags)
+                ],
+                "scores": {"answer_relevance": 4},
+            }
+        )
         judge[qid] = all(flags)
         qtypes[qid] = qtype
         claims_by_q[qid] = [bool(s) for s in flags]
@@ -293,18 +354,35 @@ def make_judged_run(
 
 
 def make_campaign(
-    *, run: Run, name: str = "camp", unit: str = "answer", size: int = 10_000, heldout_fraction: float = 0.0, overlap: int = 1,
-    seed: int = 7, **options: Any,
+    *,
+    run: Run,
+    name: str = "camp",
+    unit: str = "answer",
+    size: int = 10_000,
+    heldout_fraction: float = 0.0,
+    overlap: int = 1,
+    seed: int = 7,
+    **options: Any,
 ) -> Campaign:
     """Create a campaign through ``campaign_create``; by default every answer of the run, overlap 1, nothing held out.
 
     ``options`` go to ``campaign_create`` as they are (``annotators``, ``user``, ``lease_seconds``, ...).
     """
-    return campaign_create(run=run, name=name, unit=unit, size=size, heldout_fraction=heldout_fraction, overlap=overlap, seed=seed,
-                           **options)
+    return campaign_create(
+        run=run,
+        name=name,
+        unit=unit,
+        size=size,
+        heldout_fraction=heldout_fraction,
+        overlap=overlap,
+        seed=seed,
+        **options,
+    )
 
 
-def label_items(*, campaign: Campaign, user: Any, value: str | Callable[[Item], str] = "supported", rationale: str = "") -> list[Label]:
+def label_items(
+    *, campaign: Campaign, user: Any, value: str | Callable[[Item], str] = "supported", rationale: str = ""
+) -> list[Label]:
     """Let ``user`` label through the assignment service until nothing is left for them; return the labels.
 
     ``value`` is the label of every item, or a function of the item served.
@@ -315,7 +393,9 @@ def label_items(*, campaign: Campaign, user: Any, value: str | Callable[[Item], 
         if served is None:
             return labels
         chosen = value(served.item) if callable(value) else value
-        labels.append(submit_label(campaign=campaign, user=user, item_id=served.item.pk, value=chosen, rationale=rationale))
+        labels.append(
+            submit_label(campaign=campaign, user=user, item_id=served.item.pk, value=chosen, rationale=rationale)
+        )
 
 
 def word(supported: int | bool) -> str:
@@ -324,18 +404,30 @@ def word(supported: int | bool) -> str:
 
 
 def import_labels(
-    *, folder: Path, campaign: Campaign, rows: Iterable[tuple[str, int | None, str, str, str]], file: str = "labels.csv",
+    *,
+    folder: Path,
+    campaign: Campaign,
+    rows: Iterable[tuple[str, int | None, str, str, str]],
+    file: str = "labels.csv",
 ) -> LabelImportResult:
     """Import labels (question_id, claim_index, label, annotator, rationale) with the real CSV import."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = write_csv(folder / file, ["question_id", "claim_index", "label", "annotator", "rationale"],
-                     [(q, "" if c is None else c, v, a, r) for q, c, v, a, r in rows])
+    path = write_csv(
+        folder / file,
+        ["question_id", "claim_index", "label", "annotator", "rationale"],
+        [(q, "" if c is None else c, v, a, r) for q, c, v, a, r in rows],
+    )
     return labels_import(campaign=campaign, path=path)
 
 
 def import_verdicts(
-    *, folder: Path, campaign: Campaign, records: Iterable[dict[str, Any]], judge_config: dict[str, Any],
-    file: str = "verdicts.jsonl", user: Any = None,
+    *,
+    folder: Path,
+    campaign: Campaign,
+    records: Iterable[dict[str, Any]],
+    judge_config: dict[str, Any],
+    file: str = "verdicts.jsonl",
+    user: Any = None,
 ) -> VerdictImportResult:
     """Write a new judge config's verdicts (question_id, claim_index, supported, rationale) as JSON Lines and import them."""
     path = write_jsonl(folder / file, records)
@@ -396,7 +488,13 @@ def make_spec_case(*, folder: Path) -> SpecCase:
 
 
 def make_spec_campaign(
-    *, case: SpecCase, name: str, folder: Path, heldout_fraction: float = 0.0, seed: int = 7, user: Any = None,
+    *,
+    case: SpecCase,
+    name: str,
+    folder: Path,
+    heldout_fraction: float = 0.0,
+    seed: int = 7,
+    user: Any = None,
     annotators: Iterable[Any] = (),
 ) -> Campaign:
     """An answer campaign of every item of the spec run (size 200), labelled as the spec says.
@@ -404,8 +502,15 @@ def make_spec_campaign(
     People's labels come from one external annotator, with a rationale on every label, imported
     from ``FOLDER/labels-NAME/labels.csv``.
     """
-    campaign = make_campaign(run=case.run, name=name, size=200, heldout_fraction=heldout_fraction, seed=seed, user=user,
-                             annotators=annotators)
+    campaign = make_campaign(
+        run=case.run,
+        name=name,
+        size=200,
+        heldout_fraction=heldout_fraction,
+        seed=seed,
+        user=user,
+        annotators=annotators,
+    )
     qids = Item.objects.filter(campaign=campaign).values_list("row__question__qid", flat=True)
     rows = [(q, None, word(case.human[q]), "rater-1", human_why(q)) for q in sorted(qids)]
     import_labels(folder=folder / f"labels-{campaign.name}", campaign=campaign, rows=rows)

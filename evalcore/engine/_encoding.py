@@ -142,7 +142,9 @@ def _joined_bytes(groups: Sequence[tuple[Sequence, Callable | None]], count: int
             raw = text.encode("ascii") if text.isascii() else text.encode("utf-8", "surrogatepass")
             need = used + len(raw) + 9
             if need > out.size:  # first batch: guess the whole from it; later, grow by half
-                guess = (len(raw) + 1) * count // max(1, raw.count(b"\x00") + 1) + 4096 if not used else out.size * 3 // 2
+                guess = (
+                    (len(raw) + 1) * count // max(1, raw.count(b"\x00") + 1) + 4096 if not used else out.size * 3 // 2
+                )
                 grown = np.empty(max(need, guess), dtype=np.uint8)
                 grown[:used] = out[:used]
                 out = grown
@@ -199,7 +201,9 @@ def _folded_key(runs: list, count: int, budget: int) -> np.ndarray | None:
     return key.view(np.int64)
 
 
-def _string_codes(groups: Sequence[tuple[Sequence, Callable | None]], count: int, n_questions: int) -> np.ndarray | None:
+def _string_codes(
+    groups: Sequence[tuple[Sequence, Callable | None]], count: int, n_questions: int
+) -> np.ndarray | None:
     """Return integer codes for ``count`` str ids, equal exactly when the ids are equal.
 
     ``groups`` holds sequences of per-question collections of ids, as :func:`_joined_bytes`.
@@ -219,7 +223,7 @@ def _string_codes(groups: Sequence[tuple[Sequence, Callable | None]], count: int
     if size - np.count_nonzero(data) != count - 1:
         return None  # an id holds a NUL character
     width = int(np.argmin(data[: min(size, 1 << 16) + 1])) if count > 1 else size  # the first id's length
-    if size == count * (width + 1) - 1 and not data[width:size:width + 1].any():
+    if size == count * (width + 1) - 1 and not data[width : size : width + 1].any():
         lengths = None  # every id is ``width`` bytes long: the separators are exactly where expected
     else:
         separators = np.flatnonzero(data[:size] == 0)

@@ -30,14 +30,12 @@ def _gain_values(grades: np.ndarray, gain: str) -> np.ndarray:
     return np.exp2(grades) - 1.0 if gain == "exponential" else grades
 
 
-
 def _question_index(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return, for every flat element, its question index and its 0-based position."""
     lengths = np.diff(offsets)
     q = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
     pos = np.arange(int(offsets[-1]), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
     return q, pos
-
 
 
 #: The dense kernel lays questions out as columns of (rank, question) matrices; it is used when
@@ -94,7 +92,9 @@ def _gains(grades: np.ndarray, gain: str) -> np.ndarray:
     return _gain_values(grades, gain)
 
 
-def _score_dense(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[str], gain: str) -> dict[str, np.ndarray] | None:
+def _score_dense(
+    encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[str], gain: str
+) -> dict[str, np.ndarray] | None:
     """Score with one column per question; return None when the lists are too uneven for it.
 
     For each relevant judgment, the rank of its first retrieval is found by comparing the whole

@@ -45,8 +45,7 @@ def check_ranked(ranked: Any, name: str = "ranked") -> Sequence:
     """Check that ``ranked`` is an ordered sequence of ids (not a string or a set)."""
     if isinstance(ranked, (str, bytes)):
         raise TypeError(
-            f"{name} must be a list of ids in rank order, got a string {ranked!r}; "
-            f"wrap a single id in a list"
+            f"{name} must be a list of ids in rank order, got a string {ranked!r}; wrap a single id in a list"
         )
     if isinstance(ranked, (set, frozenset, Mapping)) or not isinstance(ranked, (Sequence, np.ndarray)):
         raise TypeError(
@@ -75,8 +74,7 @@ def relevant_grades(gold: Any, name: str = "gold") -> dict[Any, float]:
     """
     if isinstance(gold, (str, bytes)):
         raise TypeError(
-            f"{name} must be a set of ids or a mapping id -> grade, got a string {gold!r}; "
-            f"wrap a single id in a set"
+            f"{name} must be a set of ids or a mapping id -> grade, got a string {gold!r}; wrap a single id in a set"
         )
     if isinstance(gold, Mapping):
         grades = {doc: check_grade(grade, doc, name) for doc, grade in gold.items()}

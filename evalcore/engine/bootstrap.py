@@ -234,7 +234,10 @@ def _resample_jobs(diffs: np.ndarray, *, iterations: int, seed: int, out: np.nda
             last = min(stop - start, first + block)
             out[start + first : start + last] = np.take(diffs, idx[first:last], mode="clip").sum(axis=1) / n
 
-    return [(float((stop - start) * n), _bind(run, start, stop, child)) for start, stop, child in _chunks(iterations, rows, seed)]
+    return [
+        (float((stop - start) * n), _bind(run, start, stop, child))
+        for start, stop, child in _chunks(iterations, rows, seed)
+    ]
 
 
 def _mixed_jobs(
@@ -260,7 +263,9 @@ def _mixed_jobs(
             if ends[-1] == 0:
                 continue
             picked = np.empty(int(ends[-1]) + 1)  # one spare zero: reduceat needs every start in range
-            np.take(tail, rng.integers(0, tail.size, size=int(ends[-1]), dtype=index_type), out=picked[:-1], mode="clip")
+            np.take(
+                tail, rng.integers(0, tail.size, size=int(ends[-1]), dtype=index_type), out=picked[:-1], mode="clip"
+            )
             picked[-1] = 0.0
             sums = np.add.reduceat(picked, ends - pooled)
             sums[pooled == 0] = 0.0
@@ -268,7 +273,10 @@ def _mixed_jobs(
         out[start:stop] = (drawn[:, :-1] @ heavy_values + tail_sums) / n
 
     cost = float(heavy_values.size + 1) * _MULTINOMIAL_COST + _POOLED_COST * tail.size
-    return [(cost * (stop - start), _bind(run, start, stop, child)) for start, stop, child in _chunks(iterations, rows, seed)]
+    return [
+        (cost * (stop - start), _bind(run, start, stop, child))
+        for start, stop, child in _chunks(iterations, rows, seed)
+    ]
 
 
 def _bind(function: Callable[..., None], *args: object) -> Callable[[], None]:

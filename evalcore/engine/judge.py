@@ -106,7 +106,12 @@ def kappa_bootstrap(
         return KappaBootstrap(estimate, math.nan, math.nan, iterations=iterations, seed=seed, confidence=confidence)
     low_pos, high_pos = percentile_positions(kappas.size, confidence=confidence)
     return KappaBootstrap(
-        estimate, float(kappas[low_pos]), float(kappas[high_pos]), iterations=iterations, seed=seed, confidence=confidence
+        estimate,
+        float(kappas[low_pos]),
+        float(kappas[high_pos]),
+        iterations=iterations,
+        seed=seed,
+        confidence=confidence,
     )
 
 
@@ -287,15 +292,25 @@ def corrected_pass_rate(
     if not (math.isfinite(se) and math.isfinite(sp)):
         note = "people's labels hold only one class, so the judge's sensitivity or specificity is unknown"
         return CorrectedRate(
-            math.nan, math.nan, math.nan, raw=raw, sensitivity=se, specificity=sp,
-            iterations=iterations, seed=seed, confidence=confidence, note=note,
+            math.nan,
+            math.nan,
+            math.nan,
+            raw=raw,
+            sensitivity=se,
+            specificity=sp,
+            iterations=iterations,
+            seed=seed,
+            confidence=confidence,
+            note=note,
         )
     corrected = rogan_gladen(raw, se, sp)
     if math.isnan(corrected):
         note = "the judge's sensitivity + specificity is at most 1: its verdicts carry no information"
     rng = np.random.default_rng(seed)
     passes = rng.binomial(run_total, raw, size=iterations) / run_total
-    human = np.stack([rng.binomial(s.labelled, s.human_pass / s.labelled, size=iterations) for s in strata]).astype(float)
+    human = np.stack([rng.binomial(s.labelled, s.human_pass / s.labelled, size=iterations) for s in strata]).astype(
+        float
+    )
     se_b, sp_b = _se_sp(strata, human)
     youden = se_b + sp_b - 1.0
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -303,11 +318,27 @@ def corrected_pass_rate(
     draws = np.sort(draws[np.isfinite(draws) & (youden > 0)])
     if draws.size == 0:
         return CorrectedRate(
-            corrected, math.nan, math.nan, raw=raw, sensitivity=se, specificity=sp,
-            iterations=iterations, seed=seed, confidence=confidence, note=note,
+            corrected,
+            math.nan,
+            math.nan,
+            raw=raw,
+            sensitivity=se,
+            specificity=sp,
+            iterations=iterations,
+            seed=seed,
+            confidence=confidence,
+            note=note,
         )
     low_pos, high_pos = percentile_positions(draws.size, confidence=confidence)
     return CorrectedRate(
-        corrected, float(draws[low_pos]), float(draws[high_pos]), raw=raw, sensitivity=se, specificity=sp,
-        iterations=iterations, seed=seed, confidence=confidence, note=note,
+        corrected,
+        float(draws[low_pos]),
+        float(draws[high_pos]),
+        raw=raw,
+        sensitivity=se,
+        specificity=sp,
+        iterations=iterations,
+        seed=seed,
+        confidence=confidence,
+        note=note,
     )

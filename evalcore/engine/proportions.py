@@ -236,8 +236,7 @@ def paired_sample_size(
         variance = discordant - difference**2
         if variance <= 0:
             raise ValueError(
-                f"a change of {difference} needs more than {difference:.0%} of questions to flip "
-                f"({discordant} given)"
+                f"a change of {difference} needs more than {difference:.0%} of questions to flip ({discordant} given)"
             )
         sd = math.sqrt(variance)
     else:

@@ -57,28 +57,48 @@ RETRIEVAL_REGISTRY: dict[str, RetrievalMetric] = {
     metric.name: metric
     for metric in (
         RetrievalMetric(
-            "recall@k", "recall", lambda r, g, k: recall_at_k(r, g, k),
-            trec_eval_name="recall_{k}", description="fraction of relevant gold in the top k",
+            "recall@k",
+            "recall",
+            lambda r, g, k: recall_at_k(r, g, k),
+            trec_eval_name="recall_{k}",
+            description="fraction of relevant gold in the top k",
         ),
         RetrievalMetric(
-            "precision@k", "precision", lambda r, g, k: precision_at_k(r, g, k),
-            trec_eval_name="P_{k}", description="fraction of the top k that is relevant",
+            "precision@k",
+            "precision",
+            lambda r, g, k: precision_at_k(r, g, k),
+            trec_eval_name="P_{k}",
+            description="fraction of the top k that is relevant",
         ),
         RetrievalMetric(
-            "rr", "rr", lambda r, g, k: reciprocal_rank(r, g), cut_at_k=False,
-            trec_eval_name="recip_rank", description="1 / rank of the first relevant document",
+            "rr",
+            "rr",
+            lambda r, g, k: reciprocal_rank(r, g),
+            cut_at_k=False,
+            trec_eval_name="recip_rank",
+            description="1 / rank of the first relevant document",
         ),
         RetrievalMetric(
-            "rr@k", "rr@k", lambda r, g, k: reciprocal_rank(r, g, k=k),
+            "rr@k",
+            "rr@k",
+            lambda r, g, k: reciprocal_rank(r, g, k=k),
             description="reciprocal rank within the top k",
         ),
         RetrievalMetric(
-            "ndcg@k", "ndcg", lambda r, g, k: ndcg_at_k(r, g, k, gain="exponential"), uses_grades=True,
+            "ndcg@k",
+            "ndcg",
+            lambda r, g, k: ndcg_at_k(r, g, k, gain="exponential"),
+            uses_grades=True,
             description="nDCG with gain 2^g - 1",
         ),
         RetrievalMetric(
-            "ndcg_linear@k", "ndcg", lambda r, g, k: ndcg_at_k(r, g, k, gain="linear"), uses_grades=True, gain="linear",
-            trec_eval_name="ndcg_cut_{k}", description="nDCG with gain g (trec_eval's)",
+            "ndcg_linear@k",
+            "ndcg",
+            lambda r, g, k: ndcg_at_k(r, g, k, gain="linear"),
+            uses_grades=True,
+            gain="linear",
+            trec_eval_name="ndcg_cut_{k}",
+            description="nDCG with gain g (trec_eval's)",
         ),
     )
 }

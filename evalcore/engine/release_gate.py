@@ -31,7 +31,12 @@ ALL = "all"
 
 
 def _check_margin(margin: Any, metric: str) -> float:
-    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.floating)) or not math.isfinite(margin) or margin < 0:
+    if (
+        isinstance(margin, bool)
+        or not isinstance(margin, (int, float, np.floating))
+        or not math.isfinite(margin)
+        or margin < 0
+    ):
         raise ValueError(f"margin for {metric!r} must be a non-negative number (a tolerated drop), got {margin!r}")
     return float(margin)
 
@@ -359,7 +364,9 @@ def gate_frame(
     if len(common) == 0:
         raise ValueError("base and cand share no question ids: a comparison must be paired")
     if len(common) < max(len(base), len(cand)):
-        notes.append(f"paired on the {len(common)} questions both runs answered ({len(base)} base, {len(cand)} candidate)")
+        notes.append(
+            f"paired on the {len(common)} questions both runs answered ({len(base)} base, {len(cand)} candidate)"
+        )
     b = base.loc[common]
     c = cand.loc[common]
     if metrics is None:
@@ -375,10 +382,14 @@ def gate_frame(
     else:
         missing = [m for m in metrics if m not in b.columns or m not in c.columns]
         if missing:
-            raise ValueError(f"metric(s) {missing} are not columns of both frames; available: {sorted(set(b.columns) & set(c.columns))}")
+            raise ValueError(
+                f"metric(s) {missing} are not columns of both frames; available: {sorted(set(b.columns) & set(c.columns))}"
+            )
     if not metrics:
         raise ValueError("no metrics to gate: the frames share no numeric columns")
-    margins = {m: _check_margin(margin.get(m, DEFAULT_MARGIN) if isinstance(margin, Mapping) else margin, m) for m in metrics}
+    margins = {
+        m: _check_margin(margin.get(m, DEFAULT_MARGIN) if isinstance(margin, Mapping) else margin, m) for m in metrics
+    }
     directions = {m: bool((higher_is_better or {}).get(m, True)) for m in metrics}
 
     slices: list[tuple[str, np.ndarray]] = [(ALL, np.ones(len(common), dtype=bool))]
@@ -407,11 +418,21 @@ def gate_frame(
                 mean = float(np.mean(cv[use] - bv[use]))
                 decisions.append(
                     GateDecision(
-                        metric=metric, status=REVIEW, mean=mean, low=math.nan, high=math.nan,
-                        margin=margins[metric], n=n, iterations=0, seed=seed, confidence=confidence,
+                        metric=metric,
+                        status=REVIEW,
+                        mean=mean,
+                        low=math.nan,
+                        high=math.nan,
+                        margin=margins[metric],
+                        n=n,
+                        iterations=0,
+                        seed=seed,
+                        confidence=confidence,
                         message=f"{metric}: too few paired questions ({n} < {min_pairs}) for an interval; mean {mean:+.3f}",
-                        slice=name, higher_is_better=directions[metric],
-                        base_mean=float(bv[use].mean()), cand_mean=float(cv[use].mean()),
+                        slice=name,
+                        higher_is_better=directions[metric],
+                        base_mean=float(bv[use].mean()),
+                        cand_mean=float(cv[use].mean()),
                     )
                 )
                 continue
@@ -423,14 +444,26 @@ def gate_frame(
     for position, metric, name, base_values, cand_values in pending:
         margins[metric] = _check_metric(metric, margins[metric])
         diffs, plan, n_iterations, level = _bootstrap._prepare(
-            base_values, cand_values, iterations=iterations, seed=seed, confidence=confidence, method="auto", threads=threads
+            base_values,
+            cand_values,
+            iterations=iterations,
+            seed=seed,
+            confidence=confidence,
+            method="auto",
+            threads=threads,
         )
         prepared.append((position, metric, name, base_values, cand_values, diffs, plan, n_iterations, level))
     _bootstrap._run_jobs([job for entry in prepared for job in entry[6].jobs], threads)
     for position, metric, name, base_values, cand_values, diffs, plan, n_iterations, level in prepared:
         result = _bootstrap._finish(diffs, plan, iterations=n_iterations, seed=seed, confidence=level)
         decisions[position] = _decision(
-            metric, result, base_values, cand_values, margin=margins[metric], higher_is_better=directions[metric], slice=name
+            metric,
+            result,
+            base_values,
+            cand_values,
+            margin=margins[metric],
+            higher_is_better=directions[metric],
+            slice=name,
         )
     return GateReport(
         decisions=tuple(decisions),  # type: ignore[arg-type]

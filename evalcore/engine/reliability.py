@@ -61,7 +61,9 @@ def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float:
     observed = coincidence.sum() - np.trace(coincidence)
     expected = (n_c.sum() ** 2 - (n_c**2).sum()) / (n - 1)
     if expected == 0:
-        warnings.warn("Krippendorff's alpha is undefined: every label has the same value", UndefinedMetricWarning, stacklevel=2)
+        warnings.warn(
+            "Krippendorff's alpha is undefined: every label has the same value", UndefinedMetricWarning, stacklevel=2
+        )
         return math.nan
     return float(1.0 - observed / expected)
 
@@ -97,9 +99,13 @@ def pairwise_kappa(labels: Mapping[Hashable, Mapping[Hashable, Hashable]], *, mi
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedMetricWarning)
             kappa = cohen_kappa(la, lb)
-        out.append({
-            "a": a, "b": b, "n": len(shared),
-            "agreement": sum(x == y for x, y in zip(la, lb)) / len(shared),
-            "kappa": kappa,
-        })
+        out.append(
+            {
+                "a": a,
+                "b": b,
+                "n": len(shared),
+                "agreement": sum(x == y for x, y in zip(la, lb)) / len(shared),
+                "kappa": kappa,
+            }
+        )
     return out

@@ -43,9 +43,23 @@ from ._kernels import _gain_values
 from ._validation import Gold, check_positive_int, check_ranked, relevant_grades
 
 __all__ = [
-    "DEFAULT_RETRIEVAL_METRICS", "GAINS", "RETRIEVAL_METRICS", "EncodedRetrieval", "Gain", "RetrievalSummary",
-    "encode_retrieval", "is_retrieval_metric", "metric_column", "ndcg_at_k", "precision_at_k", "recall_at_k", "reciprocal_rank",
-    "retrieval_metric_names", "score_encoded", "score_retrieval", "summarize_retrieval",
+    "DEFAULT_RETRIEVAL_METRICS",
+    "GAINS",
+    "RETRIEVAL_METRICS",
+    "EncodedRetrieval",
+    "Gain",
+    "RetrievalSummary",
+    "encode_retrieval",
+    "is_retrieval_metric",
+    "metric_column",
+    "ndcg_at_k",
+    "precision_at_k",
+    "recall_at_k",
+    "reciprocal_rank",
+    "retrieval_metric_names",
+    "score_encoded",
+    "score_retrieval",
+    "summarize_retrieval",
 ]
 
 Gain = Literal["exponential", "linear"]
@@ -228,7 +242,6 @@ def ndcg_at_k(ranked: Sequence, grades: Gold, k: int, *, gain: Gain = "exponenti
     return dcg / idcg
 
 
-
 def _resolve_k(k: int | Sequence[int] | np.ndarray, n: int) -> np.ndarray:
     if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
         return np.full(n, check_positive_int(k, "k"), dtype=np.int64)
@@ -244,7 +257,6 @@ def _resolve_k(k: int | Sequence[int] | np.ndarray, n: int) -> np.ndarray:
         bad = int(np.flatnonzero(array < 0)[0])
         raise ValueError(f"k must be 0 or more for every question, got {array[bad]} at position {bad}")
     return array.astype(np.int64)
-
 
 
 def score_encoded(
@@ -442,7 +454,9 @@ def score_retrieval(
     scored = score_encoded(encoded, k, metrics=metrics, gain=gain)
     if k_label is None:
         k_label = int(k) if isinstance(k, (int, np.integer)) else "k"
-    index = pd.Index(list(question_ids), name="question") if question_ids is not None else pd.RangeIndex(n, name="question")
+    index = (
+        pd.Index(list(question_ids), name="question") if question_ids is not None else pd.RangeIndex(n, name="question")
+    )
     if len(index) != n:
         raise ValueError(f"question_ids must have one id per question ({n}), got {len(index)}")
     columns: dict[str, Any] = {"k": scored["k"], "n_relevant": scored["n_relevant"]}

@@ -89,10 +89,7 @@ def stratified_allocation(
     population_share = {v: n / total for v, n in present.items()}
     lifted = {v for v, p in population_share.items() if p < floor}
     rest = sum(p for v, p in population_share.items() if v not in lifted)
-    share = {
-        v: floor if v in lifted else (1.0 - floor * len(lifted)) * population_share[v] / rest
-        for v in present
-    }
+    share = {v: floor if v in lifted else (1.0 - floor * len(lifted)) * population_share[v] / rest for v in present}
     wanted = {v: share[v] * size for v in present}
     class_alloc = {v: min(present[v], int(round(wanted[v]))) for v in present}
     # fix rounding and capacity: hand out or take back one at a time

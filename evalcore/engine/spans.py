@@ -93,7 +93,9 @@ class Span:
         if isinstance(value, (tuple, list)) and len(value) == 4:
             doc, start, end, grade = value
             return cls(str(doc), check_grade(grade, doc, "gold"), start, end)
-        raise ValueError(f"a gold span is a mapping with doc, grade, start, end or a (doc, start, end, grade) tuple, got {value!r}")
+        raise ValueError(
+            f"a gold span is a mapping with doc, grade, start, end or a (doc, start, end, grade) tuple, got {value!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -164,9 +166,13 @@ class ChunkMap:
             chunk = raw
         elif isinstance(raw, Mapping):
             try:
-                chunk = Chunk(str(raw["chunk_id"] if "chunk_id" in raw else raw["id"]), str(raw["doc"]), raw["start"], raw["end"])
+                chunk = Chunk(
+                    str(raw["chunk_id"] if "chunk_id" in raw else raw["id"]), str(raw["doc"]), raw["start"], raw["end"]
+                )
             except KeyError as error:
-                raise ValueError(f"chunk {dict(raw)!r} is missing {error.args[0]!r} (need id, doc, start, end)") from None
+                raise ValueError(
+                    f"chunk {dict(raw)!r} is missing {error.args[0]!r} (need id, doc, start, end)"
+                ) from None
         elif isinstance(raw, (tuple, list)) and len(raw) == 4:
             chunk = Chunk(str(raw[0]), str(raw[1]), raw[2], raw[3])
         else:

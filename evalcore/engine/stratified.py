@@ -165,7 +165,10 @@ def stratified_agreement(
         return Interval(estimate, float(values[low]), float(values[high]))
 
     return StratifiedAgreement(
-        kappa=interval("kappa"), miss_rate=rate("miss", 1), false_fail_rate=rate("false_fail", 0),
-        people_fail_rate=float(point["people_fail"]), judge_fail_rate=float(point["judge_fail"]),
+        kappa=interval("kappa"),
+        miss_rate=rate("miss", 1),
+        false_fail_rate=rate("false_fail", 0),
+        people_fail_rate=float(point["people_fail"]),
+        judge_fail_rate=float(point["judge_fail"]),
         agreement=float(point["agreement"]),
     )

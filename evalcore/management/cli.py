@@ -73,7 +73,9 @@ def existing_file(path: Path, what: str = "") -> str:
     return str(path.resolve())
 
 
-def run_import_cli(command: BaseCommand, request: Callable[..., Job], *, params: Any, path: Path, quiet: bool) -> dict[str, Any]:
+def run_import_cli(
+    command: BaseCommand, request: Callable[..., Job], *, params: Any, path: Path, quiet: bool
+) -> dict[str, Any]:
     """Run an import job of the file at ``path`` as :func:`run_job_cli` does, print its message and return its result."""
     result = run_job_cli(request, params=params, label=f"import {path.name}", stderr=command.stderr, quiet=quiet)
     command.stdout.write(result["message"])

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,265 +15,470 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='JudgeConfig',
+            name="JudgeConfig",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model', models.CharField(max_length=200)),
-                ('model_version', models.CharField(blank=True, max_length=200)),
-                ('prompt', models.TextField(blank=True)),
-                ('prompt_hash', models.CharField(max_length=64)),
-                ('temperature', models.FloatField(blank=True, null=True)),
-                ('claim_splitting', models.CharField(blank=True, help_text='How answers are split into claims.', max_length=200)),
-                ('library_versions', models.JSONField(blank=True, default=dict)),
-                ('extra', models.JSONField(blank=True, default=dict)),
-                ('config_hash', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("model", models.CharField(max_length=200)),
+                ("model_version", models.CharField(blank=True, max_length=200)),
+                ("prompt", models.TextField(blank=True)),
+                ("prompt_hash", models.CharField(max_length=64)),
+                ("temperature", models.FloatField(blank=True, null=True)),
+                (
+                    "claim_splitting",
+                    models.CharField(blank=True, help_text="How answers are split into claims.", max_length=200),
+                ),
+                ("library_versions", models.JSONField(blank=True, default=dict)),
+                ("extra", models.JSONField(blank=True, default=dict)),
+                ("config_hash", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Comparison',
+            name="Comparison",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('metrics', models.JSONField(default=list)),
-                ('slice_by', models.CharField(blank=True, max_length=50)),
-                ('margins', models.JSONField(default=dict, help_text='Margin per metric.')),
-                ('iterations', models.PositiveIntegerField()),
-                ('seed', models.PositiveIntegerField()),
-                ('confidence', models.FloatField(default=0.95)),
-                ('overall', models.CharField(choices=[('pass', 'Pass'), ('review', 'Review'), ('block', 'Block')], max_length=10)),
-                ('n_paired', models.PositiveIntegerField()),
-                ('notes', models.JSONField(blank=True, default=list)),
-                ('excluded_metrics', models.JSONField(blank=True, default=dict, help_text='Metric -> why it was not compared.')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("metrics", models.JSONField(default=list)),
+                ("slice_by", models.CharField(blank=True, max_length=50)),
+                ("margins", models.JSONField(default=dict, help_text="Margin per metric.")),
+                ("iterations", models.PositiveIntegerField()),
+                ("seed", models.PositiveIntegerField()),
+                ("confidence", models.FloatField(default=0.95)),
+                (
+                    "overall",
+                    models.CharField(
+                        choices=[("pass", "Pass"), ("review", "Review"), ("block", "Block")], max_length=10
+                    ),
+                ),
+                ("n_paired", models.PositiveIntegerField()),
+                ("notes", models.JSONField(blank=True, default=list)),
+                (
+                    "excluded_metrics",
+                    models.JSONField(blank=True, default=dict, help_text="Metric -> why it was not compared."),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='EvalSet',
+            name="EvalSet",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(help_text='Letters, digits, - and _.', max_length=100, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(help_text="Letters, digits, - and _.", max_length=100, unique=True)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='EvalSetVersion',
+            name="EvalSetVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('content_hash', models.CharField(help_text='SHA-256 of the questions and gold, canonically serialized.', max_length=64)),
-                ('question_count', models.PositiveIntegerField(default=0)),
-                ('source_name', models.CharField(blank=True, max_length=255)),
-                ('note', models.TextField(blank=True)),
-                ('archived', models.BooleanField(default=False)),
-                ('sealed', models.BooleanField(default=False, help_text='Set once its questions are in; never unset.')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('eval_set', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='evalcore.evalset')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='children', to='evalcore.evalsetversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                (
+                    "content_hash",
+                    models.CharField(
+                        help_text="SHA-256 of the questions and gold, canonically serialized.", max_length=64
+                    ),
+                ),
+                ("question_count", models.PositiveIntegerField(default=0)),
+                ("source_name", models.CharField(blank=True, max_length=255)),
+                ("note", models.TextField(blank=True)),
+                ("archived", models.BooleanField(default=False)),
+                ("sealed", models.BooleanField(default=False, help_text="Set once its questions are in; never unset.")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "eval_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="versions", to="evalcore.evalset"
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="children",
+                        to="evalcore.evalsetversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['eval_set__name', '-number'],
+                "ordering": ["eval_set__name", "-number"],
             },
         ),
         migrations.CreateModel(
-            name='Job',
+            name="Job",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('import_evalset', 'Import eval set'), ('import_run', 'Import run'), ('gate', 'Compare and gate'), ('import_labels', 'Import labels'), ('import_verdicts', 'Import judge verdicts')], max_length=32)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='queued', max_length=16)),
-                ('params', models.JSONField(blank=True, default=dict)),
-                ('done', models.PositiveIntegerField(default=0)),
-                ('total', models.PositiveIntegerField(blank=True, null=True)),
-                ('message', models.TextField(blank=True)),
-                ('result', models.JSONField(blank=True, default=dict)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("import_evalset", "Import eval set"),
+                            ("import_run", "Import run"),
+                            ("gate", "Compare and gate"),
+                            ("import_labels", "Import labels"),
+                            ("import_verdicts", "Import judge verdicts"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("params", models.JSONField(blank=True, default=dict)),
+                ("done", models.PositiveIntegerField(default=0)),
+                ("total", models.PositiveIntegerField(blank=True, null=True)),
+                ("message", models.TextField(blank=True)),
+                ("result", models.JSONField(blank=True, default=dict)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Question',
+            name="Question",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('qid', models.CharField(max_length=200, verbose_name='question id')),
-                ('text', models.TextField()),
-                ('qtype', models.CharField(blank=True, db_index=True, help_text='The slice.', max_length=100, verbose_name='question type')),
-                ('tags', models.JSONField(blank=True, default=list)),
-                ('answerable', models.BooleanField(default=True)),
-                ('reference_answer', models.TextField(blank=True)),
-                ('gold', models.JSONField(blank=True, default=list, help_text='[{"doc", "grade", "start"?, "end"?}]')),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='questions', to='evalcore.evalsetversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("qid", models.CharField(max_length=200, verbose_name="question id")),
+                ("text", models.TextField()),
+                (
+                    "qtype",
+                    models.CharField(
+                        blank=True, db_index=True, help_text="The slice.", max_length=100, verbose_name="question type"
+                    ),
+                ),
+                ("tags", models.JSONField(blank=True, default=list)),
+                ("answerable", models.BooleanField(default=True)),
+                ("reference_answer", models.TextField(blank=True)),
+                ("gold", models.JSONField(blank=True, default=list, help_text='[{"doc", "grade", "start"?, "end"?}]')),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="questions",
+                        to="evalcore.evalsetversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['version', 'id'],
+                "ordering": ["version", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(help_text='Unique within the eval set version.', max_length=150)),
-                ('description', models.TextField(blank=True)),
-                ('system_config', models.JSONField(blank=True, default=dict, help_text='Retriever, reranker, chunking, prompt, ...')),
-                ('k', models.PositiveIntegerField(help_text='Chunks that reach the model after reranking and truncation.')),
-                ('gain', models.CharField(choices=[('exponential', '2^g - 1'), ('linear', 'g')], default='exponential', max_length=16)),
-                ('has_chunk_map', models.BooleanField(default=False)),
-                ('source_name', models.CharField(blank=True, max_length=255)),
-                ('source_hash', models.CharField(help_text='SHA-256 of the imported file and options.', max_length=64)),
-                ('row_count', models.PositiveIntegerField(default=0)),
-                ('question_count', models.PositiveIntegerField(default=0, help_text='Questions in the eval set version.')),
-                ('summary', models.JSONField(blank=True, default=dict, help_text='Means, intervals and coverage per slice.')),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('judge_config', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='evalcore.judgeconfig')),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='evalcore.evalsetversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(help_text="Unique within the eval set version.", max_length=150)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "system_config",
+                    models.JSONField(blank=True, default=dict, help_text="Retriever, reranker, chunking, prompt, ..."),
+                ),
+                (
+                    "k",
+                    models.PositiveIntegerField(
+                        help_text="Chunks that reach the model after reranking and truncation."
+                    ),
+                ),
+                (
+                    "gain",
+                    models.CharField(
+                        choices=[("exponential", "2^g - 1"), ("linear", "g")], default="exponential", max_length=16
+                    ),
+                ),
+                ("has_chunk_map", models.BooleanField(default=False)),
+                ("source_name", models.CharField(blank=True, max_length=255)),
+                ("source_hash", models.CharField(help_text="SHA-256 of the imported file and options.", max_length=64)),
+                ("row_count", models.PositiveIntegerField(default=0)),
+                (
+                    "question_count",
+                    models.PositiveIntegerField(default=0, help_text="Questions in the eval set version."),
+                ),
+                (
+                    "summary",
+                    models.JSONField(blank=True, default=dict, help_text="Means, intervals and coverage per slice."),
+                ),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "judge_config",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="runs",
+                        to="evalcore.judgeconfig",
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="runs", to="evalcore.evalsetversion"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Row',
+            name="Row",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('retrieved', models.JSONField(blank=True, default=list)),
-                ('context_ids', models.JSONField(blank=True, default=list)),
-                ('context', models.TextField(blank=True)),
-                ('answer', models.TextField(blank=True)),
-                ('declined', models.BooleanField(default=False)),
-                ('claims', models.JSONField(blank=True, default=list)),
-                ('scores', models.JSONField(blank=True, default=dict)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('question', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='rows', to='evalcore.question')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rows', to='evalcore.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("retrieved", models.JSONField(blank=True, default=list)),
+                ("context_ids", models.JSONField(blank=True, default=list)),
+                ("context", models.TextField(blank=True)),
+                ("answer", models.TextField(blank=True)),
+                ("declined", models.BooleanField(default=False)),
+                ("claims", models.JSONField(blank=True, default=list)),
+                ("scores", models.JSONField(blank=True, default=dict)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                (
+                    "question",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="rows", to="evalcore.question"
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="rows", to="evalcore.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run', 'id'],
+                "ordering": ["run", "id"],
             },
         ),
         migrations.CreateModel(
-            name='GateDecisionRecord',
+            name="GateDecisionRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('metric', models.CharField(max_length=100)),
-                ('slice', models.CharField(default='all', max_length=100)),
-                ('status', models.CharField(choices=[('pass', 'Pass'), ('review', 'Review'), ('block', 'Block')], max_length=10)),
-                ('mean', models.FloatField()),
-                ('low', models.FloatField(null=True)),
-                ('high', models.FloatField(null=True)),
-                ('base_mean', models.FloatField(null=True)),
-                ('cand_mean', models.FloatField(null=True)),
-                ('margin', models.FloatField()),
-                ('n', models.PositiveIntegerField()),
-                ('iterations', models.PositiveIntegerField()),
-                ('seed', models.PositiveIntegerField()),
-                ('confidence', models.FloatField()),
-                ('higher_is_better', models.BooleanField(default=True)),
-                ('message', models.TextField()),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('comparison', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='decisions', to='evalcore.comparison')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('base', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evalcore.run')),
-                ('candidate', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evalcore.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("metric", models.CharField(max_length=100)),
+                ("slice", models.CharField(default="all", max_length=100)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pass", "Pass"), ("review", "Review"), ("block", "Block")], max_length=10
+                    ),
+                ),
+                ("mean", models.FloatField()),
+                ("low", models.FloatField(null=True)),
+                ("high", models.FloatField(null=True)),
+                ("base_mean", models.FloatField(null=True)),
+                ("cand_mean", models.FloatField(null=True)),
+                ("margin", models.FloatField()),
+                ("n", models.PositiveIntegerField()),
+                ("iterations", models.PositiveIntegerField()),
+                ("seed", models.PositiveIntegerField()),
+                ("confidence", models.FloatField()),
+                ("higher_is_better", models.BooleanField(default=True)),
+                ("message", models.TextField()),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "comparison",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="decisions", to="evalcore.comparison"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "base",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="evalcore.run"),
+                ),
+                (
+                    "candidate",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="evalcore.run"),
+                ),
             ],
             options={
-                'ordering': ['comparison', 'id'],
+                "ordering": ["comparison", "id"],
             },
         ),
         migrations.AddField(
-            model_name='comparison',
-            name='base',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='comparisons_as_base', to='evalcore.run'),
+            model_name="comparison",
+            name="base",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="comparisons_as_base", to="evalcore.run"
+            ),
         ),
         migrations.AddField(
-            model_name='comparison',
-            name='candidate',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='comparisons_as_candidate', to='evalcore.run'),
+            model_name="comparison",
+            name="candidate",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="comparisons_as_candidate", to="evalcore.run"
+            ),
         ),
         migrations.CreateModel(
-            name='RunChunk',
+            name="RunChunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('chunk_id', models.CharField(max_length=255)),
-                ('doc', models.CharField(max_length=255)),
-                ('start', models.PositiveIntegerField()),
-                ('end', models.PositiveIntegerField()),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='evalcore.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("chunk_id", models.CharField(max_length=255)),
+                ("doc", models.CharField(max_length=255)),
+                ("start", models.PositiveIntegerField()),
+                ("end", models.PositiveIntegerField()),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="chunks", to="evalcore.run"
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='evalsetversion',
-            constraint=models.UniqueConstraint(fields=('eval_set', 'number'), name='evalset_version_number_unique'),
+            model_name="evalsetversion",
+            constraint=models.UniqueConstraint(fields=("eval_set", "number"), name="evalset_version_number_unique"),
         ),
         migrations.AddConstraint(
-            model_name='evalsetversion',
-            constraint=models.UniqueConstraint(fields=('eval_set', 'content_hash'), name='evalset_version_content_unique'),
+            model_name="evalsetversion",
+            constraint=models.UniqueConstraint(
+                fields=("eval_set", "content_hash"), name="evalset_version_content_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evalsetversion',
-            constraint=models.CheckConstraint(condition=models.Q(('number__gte', 1)), name='evalset_version_number_positive'),
+            model_name="evalsetversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("number__gte", 1)), name="evalset_version_number_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='job',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'running', 'succeeded', 'failed'])), name='job_status_valid'),
+            model_name="job",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["queued", "running", "succeeded", "failed"])),
+                name="job_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='question',
-            constraint=models.UniqueConstraint(fields=('version', 'qid'), name='question_id_unique_in_version'),
+            model_name="question",
+            constraint=models.UniqueConstraint(fields=("version", "qid"), name="question_id_unique_in_version"),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.UniqueConstraint(fields=('version', 'name'), name='run_name_unique_in_version'),
+            model_name="run",
+            constraint=models.UniqueConstraint(fields=("version", "name"), name="run_name_unique_in_version"),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.CheckConstraint(condition=models.Q(('k__gte', 1)), name='run_k_positive'),
+            model_name="run",
+            constraint=models.CheckConstraint(condition=models.Q(("k__gte", 1)), name="run_k_positive"),
         ),
         migrations.AddConstraint(
-            model_name='row',
-            constraint=models.UniqueConstraint(fields=('run', 'question'), name='row_one_per_question'),
+            model_name="row",
+            constraint=models.UniqueConstraint(fields=("run", "question"), name="row_one_per_question"),
         ),
         migrations.AddConstraint(
-            model_name='gatedecisionrecord',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['pass', 'review', 'block'])), name='gate_status_valid'),
+            model_name="gatedecisionrecord",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["pass", "review", "block"])), name="gate_status_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='gatedecisionrecord',
-            constraint=models.UniqueConstraint(fields=('comparison', 'metric', 'slice'), name='gate_decision_unique_in_comparison'),
+            model_name="gatedecisionrecord",
+            constraint=models.UniqueConstraint(
+                fields=("comparison", "metric", "slice"), name="gate_decision_unique_in_comparison"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='comparison',
-            constraint=models.CheckConstraint(condition=models.Q(('overall__in', ['pass', 'review', 'block'])), name='comparison_overall_valid'),
+            model_name="comparison",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("overall__in", ["pass", "review", "block"])), name="comparison_overall_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='comparison',
-            constraint=models.CheckConstraint(condition=models.Q(('base', models.F('candidate')), _negated=True), name='comparison_two_runs'),
+            model_name="comparison",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("base", models.F("candidate")), _negated=True), name="comparison_two_runs"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='runchunk',
-            constraint=models.UniqueConstraint(fields=('run', 'chunk_id'), name='run_chunk_unique'),
+            model_name="runchunk",
+            constraint=models.UniqueConstraint(fields=("run", "chunk_id"), name="run_chunk_unique"),
         ),
         migrations.AddConstraint(
-            model_name='runchunk',
-            constraint=models.CheckConstraint(condition=models.Q(('end__gt', models.F('start'))), name='run_chunk_nonempty'),
+            model_name="runchunk",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("end__gt", models.F("start"))), name="run_chunk_nonempty"
+            ),
         ),
     ]

@@ -65,7 +65,9 @@ def _run(statements_by_vendor):
     def apply(apps, schema_editor):
         statements = statements_by_vendor.get(schema_editor.connection.vendor)
         if statements is None:
-            raise RuntimeError(f"no freeze triggers for database {schema_editor.connection.vendor!r}: use SQLite or PostgreSQL")
+            raise RuntimeError(
+                f"no freeze triggers for database {schema_editor.connection.vendor!r}: use SQLite or PostgreSQL"
+            )
         for statement in statements:
             schema_editor.execute(statement)
 

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evalcore', '0002_freeze_triggers'),
+        ("evalcore", "0002_freeze_triggers"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='job',
-            name='kind',
+            model_name="job",
+            name="kind",
             field=models.CharField(max_length=32),
         ),
     ]

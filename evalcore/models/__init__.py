@@ -6,6 +6,15 @@ from .jobs import Job
 from .runs import JudgeConfig, Row, Run, RunChunk
 
 __all__ = [
-    "Comparison", "EvalSet", "EvalSetVersion", "FrozenError", "GateDecisionRecord", "Job", "JudgeConfig",
-    "Question", "Row", "Run", "RunChunk",
+    "Comparison",
+    "EvalSet",
+    "EvalSetVersion",
+    "FrozenError",
+    "GateDecisionRecord",
+    "Job",
+    "JudgeConfig",
+    "Question",
+    "Row",
+    "Run",
+    "RunChunk",
 ]

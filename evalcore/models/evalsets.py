@@ -31,7 +31,9 @@ class FrozenError(Exception):
 class EvalSet(models.Model):
     name = models.SlugField(max_length=100, unique=True, help_text="Letters, digits, - and _.")
     description = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -78,13 +80,17 @@ class EvalSetVersion(models.Model):
     eval_set = models.ForeignKey(EvalSet, on_delete=models.PROTECT, related_name="versions")
     number = models.PositiveIntegerField()
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
-    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the questions and gold, canonically serialized.")
+    content_hash = models.CharField(
+        max_length=64, help_text="SHA-256 of the questions and gold, canonically serialized."
+    )
     question_count = models.PositiveIntegerField(default=0)
     source_name = models.CharField(max_length=255, blank=True)
     note = models.TextField(blank=True)
     archived = models.BooleanField(default=False)
     sealed = models.BooleanField(default=False, help_text="Set once its questions are in; never unset.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = EvalSetVersionQuerySet.as_manager()

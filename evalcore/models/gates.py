@@ -35,9 +35,15 @@ class Comparison(models.Model):
     n_paired = models.PositiveIntegerField()
     notes = models.JSONField(default=list, blank=True)
     excluded_metrics = models.JSONField(default=dict, blank=True, help_text="Metric -> why it was not compared.")
-    judge_policy = models.CharField(max_length=10, default="review", help_text="What an unvalidated or unfit judge did to judge metrics.")
-    judge_rates = models.JSONField(default=list, blank=True, help_text="Each run's judge pass rate, raw and corrected for the judge's errors.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    judge_policy = models.CharField(
+        max_length=10, default="review", help_text="What an unvalidated or unfit judge did to judge metrics."
+    )
+    judge_rates = models.JSONField(
+        default=list, blank=True, help_text="Each run's judge pass rate, raw and corrected for the judge's errors."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = AppendOnlyQuerySet.as_manager()
@@ -79,9 +85,15 @@ class GateDecisionRecord(models.Model):
     confidence = models.FloatField()
     higher_is_better = models.BooleanField(default=True)
     message = models.TextField()
-    data_status = models.CharField(max_length=10, choices=STATUS_CHOICES, help_text="What the data alone said, before the judge policy.")
-    judge_validation = models.JSONField(null=True, blank=True, help_text="For judge metrics: the judge's validation against people.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    data_status = models.CharField(
+        max_length=10, choices=STATUS_CHOICES, help_text="What the data alone said, before the judge policy."
+    )
+    judge_validation = models.JSONField(
+        null=True, blank=True, help_text="For judge metrics: the judge's validation against people."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = AppendOnlyQuerySet.as_manager()
@@ -90,7 +102,9 @@ class GateDecisionRecord(models.Model):
         ordering = ["comparison", "id"]
         constraints = [
             models.CheckConstraint(condition=models.Q(status__in=list(STATUSES)), name="gate_status_valid"),
-            models.UniqueConstraint(fields=["comparison", "metric", "slice"], name="gate_decision_unique_in_comparison"),
+            models.UniqueConstraint(
+                fields=["comparison", "metric", "slice"], name="gate_decision_unique_in_comparison"
+            ),
         ]
 
     def __str__(self) -> str:

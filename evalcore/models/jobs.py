@@ -29,7 +29,9 @@ class Job(models.Model):
     message = models.TextField(blank=True)
     result = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -37,7 +39,9 @@ class Job(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(status__in=["queued", "running", "succeeded", "failed"]), name="job_status_valid"),
+            models.CheckConstraint(
+                condition=models.Q(status__in=["queued", "running", "succeeded", "failed"]), name="job_status_valid"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -61,7 +61,9 @@ class Run(models.Model):
     question_count = models.PositiveIntegerField(default=0, help_text="Questions in the eval set version.")
     summary = models.JSONField(default=dict, blank=True, help_text="Means, intervals and coverage per slice.")
     metadata = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -138,7 +140,4 @@ class Row(models.Model):
         if not texts:
             texts = [part for part in self.context.split("\n\n") if part.strip()] if self.context else []
         ids = list(self.context_ids)
-        return [
-            {"id": ids[i] if i < len(ids) else "", "text": text}
-            for i, text in enumerate(texts)
-        ]
+        return [{"id": ids[i] if i < len(ids) else "", "text": text} for i, text in enumerate(texts)]

@@ -47,7 +47,9 @@ def run_metrics(run: Run) -> list[str]:
     return list(run.summary.get("metrics", []))
 
 
-def comparable_metrics(base: Run, candidate: Run, requested: Sequence[str] | None = None) -> tuple[list[str], dict[str, str]]:
+def comparable_metrics(
+    base: Run, candidate: Run, requested: Sequence[str] | None = None
+) -> tuple[list[str], dict[str, str]]:
     """Return the metrics both runs can be compared on, and why each other one is left out."""
     base_metrics, cand_metrics = run_metrics(base), run_metrics(candidate)
     wanted = list(requested) if requested else [m for m in base_metrics if m in cand_metrics]
@@ -101,7 +103,9 @@ def check_margins(*, margin: float | None = None, margins: Mapping[str, float] |
     named = {**({"every metric": margin} if margin is not None else {}), **(margins or {})}
     for metric, value in named.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise ComparisonRefused(f"the margin for {metric} must be 0 or more (a tolerated drop) and finite, got {value!r}")
+            raise ComparisonRefused(
+                f"the margin for {metric} must be 0 or more (a tolerated drop) and finite, got {value!r}"
+            )
 
 
 def compare_runs(
@@ -146,13 +150,20 @@ def compare_runs(
     notes: list[str] = []
     for i, metric in enumerate(chosen, start=1):
         report = gate_frame(
-            base_frame[[SLICE_COLUMN, metric]], cand_frame[[metric]],
-            metrics=[metric], slice_by=SLICE_COLUMN if slice_by else None, margin=per_metric,
-            higher_is_better={metric: metric not in lower_is_better}, iterations=iterations, seed=seed,
+            base_frame[[SLICE_COLUMN, metric]],
+            cand_frame[[metric]],
+            metrics=[metric],
+            slice_by=SLICE_COLUMN if slice_by else None,
+            margin=per_metric,
+            higher_is_better={metric: metric not in lower_is_better},
+            iterations=iterations,
+            seed=seed,
             confidence=confidence,
         )
         if not report.decisions:  # never let a metric that was not compared count as a pass
-            excluded[metric] = "no question is scored on it in both runs (for example abstention when no question is unanswerable)"
+            excluded[metric] = (
+                "no question is scored on it in both runs (for example abstention when no question is unanswerable)"
+            )
         decisions.extend(report.decisions)
         notes.extend(n for n in report.notes if n not in notes)
         progress(i, len(chosen) + 1, f"gated {metric}")
@@ -173,24 +184,54 @@ def compare_runs(
     )
     with transaction.atomic():
         comparison = Comparison.objects.create(
-            base=base, candidate=candidate, metrics=chosen, slice_by=slice_by or "", margins=per_metric,
-            iterations=iterations, seed=seed, confidence=confidence, overall=report.overall,
-            n_paired=report.n_paired, notes=list(report.notes), excluded_metrics=excluded, judge_policy=policy,
-            judge_rates=[asdict(rate) for rate in corrected_pass_rates(base.judge_config, [base, candidate])] if validation else [],
+            base=base,
+            candidate=candidate,
+            metrics=chosen,
+            slice_by=slice_by or "",
+            margins=per_metric,
+            iterations=iterations,
+            seed=seed,
+            confidence=confidence,
+            overall=report.overall,
+            n_paired=report.n_paired,
+            notes=list(report.notes),
+            excluded_metrics=excluded,
+            judge_policy=policy,
+            judge_rates=[asdict(rate) for rate in corrected_pass_rates(base.judge_config, [base, candidate])]
+            if validation
+            else [],
             created_by=user if getattr(user, "pk", None) else None,
         )
-        GateDecisionRecord.objects.bulk_create([
-            GateDecisionRecord(
-                comparison=comparison, base=base, candidate=candidate, metric=d.metric, slice=d.slice,
-                status=d.status, mean=d.mean, low=_finite(d.low), high=_finite(d.high), base_mean=_finite(d.base_mean),
-                cand_mean=_finite(d.cand_mean), margin=d.margin, n=d.n, iterations=d.iterations, seed=d.seed,
-                confidence=d.confidence, higher_is_better=d.higher_is_better, message=d.message,
-                data_status=data_status[(d.metric, d.slice)],
-                judge_validation=validation.as_dict() if validation is not None and is_judge_metric(d.metric) else None,
-                created_by=comparison.created_by,
-            )
-            for d in report.decisions
-        ])
+        GateDecisionRecord.objects.bulk_create(
+            [
+                GateDecisionRecord(
+                    comparison=comparison,
+                    base=base,
+                    candidate=candidate,
+                    metric=d.metric,
+                    slice=d.slice,
+                    status=d.status,
+                    mean=d.mean,
+                    low=_finite(d.low),
+                    high=_finite(d.high),
+                    base_mean=_finite(d.base_mean),
+                    cand_mean=_finite(d.cand_mean),
+                    margin=d.margin,
+                    n=d.n,
+                    iterations=d.iterations,
+                    seed=d.seed,
+                    confidence=d.confidence,
+                    higher_is_better=d.higher_is_better,
+                    message=d.message,
+                    data_status=data_status[(d.metric, d.slice)],
+                    judge_validation=validation.as_dict()
+                    if validation is not None and is_judge_metric(d.metric)
+                    else None,
+                    created_by=comparison.created_by,
+                )
+                for d in report.decisions
+            ]
+        )
     progress(len(chosen) + 1, len(chosen) + 1, "done")
     return ComparisonOutcome(comparison, report, excluded)
 
@@ -229,9 +270,19 @@ def comparison_as_dict(comparison: Comparison) -> dict[str, Any]:
         "created_at": comparison.created_at.isoformat(),
         "decisions": [
             {
-                "metric": d.metric, "slice": d.slice, "status": d.status, "mean": d.mean, "low": d.low, "high": d.high,
-                "base_mean": d.base_mean, "cand_mean": d.cand_mean, "margin": d.margin, "n": d.n,
-                "higher_is_better": d.higher_is_better, "message": d.message, "data_status": d.data_status,
+                "metric": d.metric,
+                "slice": d.slice,
+                "status": d.status,
+                "mean": d.mean,
+                "low": d.low,
+                "high": d.high,
+                "base_mean": d.base_mean,
+                "cand_mean": d.cand_mean,
+                "margin": d.margin,
+                "n": d.n,
+                "higher_is_better": d.higher_is_better,
+                "message": d.message,
+                "data_status": d.data_status,
                 "judge": d.judge_validation,
             }
             for d in comparison.decisions.all()

@@ -46,7 +46,9 @@ def normalize_gold(raw: Any, field: str = "gold") -> list[dict[str, Any]]:
         if isinstance(item, str):
             item = {"doc": item}
         if not isinstance(item, dict):
-            raise FieldError(where, f"must be an object with doc and grade (and optionally start, end), got {item!r:.40}")
+            raise FieldError(
+                where, f"must be an object with doc and grade (and optionally start, end), got {item!r:.40}"
+            )
         unknown = set(item) - {"doc", "grade", "start", "end"}
         if unknown:
             raise FieldError(where, f"has unknown key(s) {sorted(unknown)}; a gold entry has doc, grade, start, end")
@@ -76,7 +78,11 @@ def normalize_question(data: dict[str, Any], *, fmt: str, topics: dict[str, str]
     """Return a validated question dict ready to store; raises :class:`FieldError`."""
     if fmt == "ragas" or ("user_input" in data and "question" not in data):
         text = as_text(data.get("user_input"), "user_input", required=True)
-        qid = as_id(data["id"], "id") if data.get("id") not in (None, "") else "q-" + hashlib.sha1(text.encode()).hexdigest()[:12]
+        qid = (
+            as_id(data["id"], "id")
+            if data.get("id") not in (None, "")
+            else "q-" + hashlib.sha1(text.encode()).hexdigest()[:12]
+        )
         known = RAGAS_QUESTION_FIELDS | QUESTION_FIELDS
         reference = as_text(data.get("reference"), "reference")
         gold = normalize_gold(data.get("gold"))
@@ -93,7 +99,9 @@ def normalize_question(data: dict[str, Any], *, fmt: str, topics: dict[str, str]
     # a judged topic whose judgments are all 0 is answerable and scores 0, as trec_eval scores it
     answerable = as_bool(data.get("answerable"), "answerable", default=True)
     if not answerable and has_relevant:
-        raise FieldError("answerable", "is false, but the gold lists relevant documents (grade above 0); fix one or the other")
+        raise FieldError(
+            "answerable", "is false, but the gold lists relevant documents (grade above 0); fix one or the other"
+        )
     qtype = as_text(data.get("type"), "type").strip()
     if len(qtype) > 100:
         raise FieldError("type", "is longer than 100 characters")
@@ -115,7 +123,9 @@ def normalize_question(data: dict[str, Any], *, fmt: str, topics: dict[str, str]
 
 def question_hash(question: dict[str, Any]) -> str:
     """Hash a question's content canonically (key order and whitespace do not matter)."""
-    return hashlib.sha256(json.dumps(question, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(question, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    ).hexdigest()
 
 
 def content_hash(pairs: list[tuple[str, str]]) -> str:
@@ -151,15 +161,21 @@ def _read_topics(path: Path | None) -> dict[str, str]:
             if not raw.strip():
                 continue
             if "\t" not in raw:
-                raise ImportFailed([ImportProblem(path.name, line_no, None, "a topics line is 'qid<TAB>question text'")])
+                raise ImportFailed(
+                    [ImportProblem(path.name, line_no, None, "a topics line is 'qid<TAB>question text'")]
+                )
             qid, text = raw.rstrip("\n").split("\t", 1)
             topics[qid.strip()] = text.strip()
     return topics
 
 
-def _validated(path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector) -> Iterator[tuple[int, dict[str, Any]]]:
+def _validated(
+    path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector
+) -> Iterator[tuple[int, dict[str, Any]]]:
     return validated(
-        read_import(path, fmt, name, trec="trec-qrels", holding="questions"), lambda data: normalize_question(data, fmt=fmt, topics=topics), problems,
+        read_import(path, fmt, name, trec="trec-qrels", holding="questions"),
+        lambda data: normalize_question(data, fmt=fmt, topics=topics),
+        problems,
         key=lambda question: question["qid"],
         duplicate=lambda qid, first: f"question id {qid!r} is used twice (first on line {first}); ids must be unique",
     )
@@ -194,14 +210,22 @@ def evalset_import(
     eval_set = EvalSet.objects.filter(name=name).first()
     parent = _resolve_parent(eval_set, base_version, display)
     if mode == "extend" and parent is None:
-        raise ImportFailed([ImportProblem(display, None, None, f"eval set {name!r} has no version to extend; import it without --extend first")])
+        raise ImportFailed(
+            [
+                ImportProblem(
+                    display, None, None, f"eval set {name!r} has no version to extend; import it without --extend first"
+                )
+            ]
+        )
 
     total = count_records(path, fmt) if fmt != "trec-qrels" else None
     problems = ProblemCollector(display)
     pairs: list[tuple[str, str]] = []
     parent_hashes: dict[str, str] = {}
     if mode == "extend" and parent is not None:
-        parent_hashes = {q.qid: question_hash(question_as_dict(q)) for q in parent.questions.all().iterator(chunk_size=2000)}
+        parent_hashes = {
+            q.qid: question_hash(question_as_dict(q)) for q in parent.questions.all().iterator(chunk_size=2000)
+        }
     new_ids: set[str] = set()
     count = 0
     for line, question in _validated(path, fmt, display, topics, problems):
@@ -209,7 +233,8 @@ def evalset_import(
         if question["qid"] in parent_hashes:
             if parent_hashes[question["qid"]] != qhash:
                 problems.add(
-                    line, "id",
+                    line,
+                    "id",
                     f"question {question['qid']!r} exists in {parent} with different content; a question id is forever: "
                     f"give the changed question a new id",
                 )
@@ -229,13 +254,21 @@ def evalset_import(
     if eval_set is not None:
         existing = eval_set.versions.filter(content_hash=digest).first()
         if existing is not None:
-            return EvalSetImportResult(existing, False, f"Nothing new: {existing.label} already holds exactly these {existing.question_count} questions.")
+            return EvalSetImportResult(
+                existing,
+                False,
+                f"Nothing new: {existing.label} already holds exactly these {existing.question_count} questions.",
+            )
     if mode == "extend" and not new_ids:
-        raise ImportFailed([ImportProblem(display, None, None, f"every question in the file is already in {parent}: nothing to add")])
+        raise ImportFailed(
+            [ImportProblem(display, None, None, f"every question in the file is already in {parent}: nothing to add")]
+        )
 
     def create() -> EvalSetVersion:
         nonlocal eval_set
-        eval_set, _ = EvalSet.objects.get_or_create(name=name, defaults={"description": description, "created_by": user})
+        eval_set, _ = EvalSet.objects.get_or_create(
+            name=name, defaults={"description": description, "created_by": user}
+        )
         eval_set = EvalSet.objects.select_for_update().get(pk=eval_set.pk)
         latest = eval_set.versions.order_by("-number").first()
         version = EvalSetVersion.objects.create(
@@ -249,15 +282,20 @@ def evalset_import(
             created_by=user,
         )
         inherited = (
-            (Question(version=version, **question_as_dict(q)) for q in parent.questions.all().iterator(chunk_size=WRITE_BATCH))
-            if mode == "extend" and parent is not None else iter(())
+            (
+                Question(version=version, **question_as_dict(q))
+                for q in parent.questions.all().iterator(chunk_size=WRITE_BATCH)
+            )
+            if mode == "extend" and parent is not None
+            else iter(())
         )
         for batch in in_batches(inherited, WRITE_BATCH):
             Question.objects.bulk_create(batch)
         second_pass = ProblemCollector(display)
         fresh = (
             Question(version=version, **question)
-            for _, question in _validated(path, fmt, display, topics, second_pass) if question["qid"] in new_ids
+            for _, question in _validated(path, fmt, display, topics, second_pass)
+            if question["qid"] in new_ids
         )
         written = 0
         for batch in in_batches(fresh, WRITE_BATCH):
@@ -273,16 +311,22 @@ def evalset_import(
         create, existing=lambda: EvalSetVersion.objects.filter(eval_set__name=name, content_hash=digest).first()
     )
     if not created:
-        return EvalSetImportResult(version, False, f"Nothing new: {version.label} already holds exactly these questions.")
+        return EvalSetImportResult(
+            version, False, f"Nothing new: {version.label} already holds exactly these questions."
+        )
     progress(len(pairs), len(pairs), "done")
     lineage = f", derived from v{version.parent.number}" if version.parent else ""
-    return EvalSetImportResult(version, True, f"Created {version.label} with {version.question_count} questions{lineage}.")
+    return EvalSetImportResult(
+        version, True, f"Created {version.label} with {version.question_count} questions{lineage}."
+    )
 
 
 def _resolve_parent(eval_set: EvalSet | None, number: int | None, display: str) -> EvalSetVersion | None:
     if eval_set is None:
         if number is not None:
-            raise ImportFailed([ImportProblem(display, None, None, "there is no eval set of that name to take a base version from")])
+            raise ImportFailed(
+                [ImportProblem(display, None, None, "there is no eval set of that name to take a base version from")]
+            )
         return None
     if number is None:
         return eval_set.latest_version()

@@ -23,7 +23,11 @@ _FALSE = {"false", "0", "no", "n", "f"}
 
 
 def is_blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and value.strip() == "") or (isinstance(value, float) and math.isnan(value))
+    return (
+        value is None
+        or (isinstance(value, str) and value.strip() == "")
+        or (isinstance(value, float) and math.isnan(value))
+    )
 
 
 def as_id(value: Any, field: str) -> str:

@@ -88,7 +88,9 @@ def job_request(*, kind: str, params: Any, user: Any = None, start: bool = True)
     spec = job_kind(kind)
     if not isinstance(params, spec.params):
         raise TypeError(f"job kind {kind!r} takes {spec.params.__name__}, got {type(params).__name__}")
-    job = Job.objects.create(kind=kind, params=dataclasses.asdict(params), created_by=user if getattr(user, "pk", None) else None)
+    job = Job.objects.create(
+        kind=kind, params=dataclasses.asdict(params), created_by=user if getattr(user, "pk", None) else None
+    )
     if start:
         job_enqueue(job)
     return job

@@ -19,7 +19,16 @@ def normalize_judge_config(raw: dict[str, Any], display: str = "judge config") -
     """Validate a judge config: the model is required; everything that changes output is pinned."""
     problems = ProblemCollector(display)
     if not isinstance(raw, dict):
-        raise ImportFailed([ImportProblem(display, None, None, "a judge config is a JSON object with model, model_version, prompt, temperature, claim_splitting, library_versions")])
+        raise ImportFailed(
+            [
+                ImportProblem(
+                    display,
+                    None,
+                    None,
+                    "a judge config is a JSON object with model, model_version, prompt, temperature, claim_splitting, library_versions",
+                )
+            ]
+        )
     out: dict[str, Any] = {}
     try:
         out["model"] = as_text(raw.get("model"), "model", required=True)
@@ -27,7 +36,9 @@ def normalize_judge_config(raw: dict[str, Any], display: str = "judge config") -
         out["prompt"] = as_text(raw.get("prompt"), "prompt")
         out["temperature"] = as_number(raw.get("temperature"), "temperature")
         out["claim_splitting"] = as_text(raw.get("claim_splitting"), "claim_splitting")
-        out["library_versions"] = {str(k): str(v) for k, v in as_dict(raw.get("library_versions"), "library_versions").items()}
+        out["library_versions"] = {
+            str(k): str(v) for k, v in as_dict(raw.get("library_versions"), "library_versions").items()
+        }
     except FieldError as error:
         problems.add(None, error.field, error.message)
     problems.raise_if_any()

@@ -65,7 +65,9 @@ class JudgeValidation:
         interval = f"(CI {_pct(self.miss_low)[:-2]}–{_pct(self.miss_high)})"
         kappa = "kappa undefined" if self.kappa is None else f"kappa {self.kappa:.2f}"
         words = f"{judge} misses {_pct(self.miss_rate)} of unsupported {self.unit_word} {interval}, {kappa}"
-        where = f" (campaign {self.campaign}, {self.source}{', ' + self.validated_at[:10] if self.validated_at else ''})"
+        where = (
+            f" (campaign {self.campaign}, {self.source}{', ' + self.validated_at[:10] if self.validated_at else ''})"
+        )
         stale = f"; stale: {self.stale}" if self.stale else ""
         verdict = "fit to gate" if self.status == FIT else "not fit to gate"
         return f"{words}; {verdict}{where}{stale}"
@@ -118,7 +120,9 @@ def judge_validation(config: JudgeConfig | None) -> JudgeValidation:
         if found is not None:
             return found
     return JudgeValidation(
-        status=UNVALIDATED, judge=str(config), config_hash=config.config_hash,
+        status=UNVALIDATED,
+        judge=str(config),
+        config_hash=config.config_hash,
         why_not="no labelling campaign has labels on a run scored by it",
     )
 

@@ -28,7 +28,9 @@ def detect_format(path: Path, declared: str | None = None) -> str:
     """Return the format named, or the one the file's extension implies."""
     if declared:
         if declared not in FORMATS:
-            raise ImportFailed([ImportProblem(path.name, None, None, f"unknown format {declared!r}; use one of {', '.join(FORMATS)}")])
+            raise ImportFailed(
+                [ImportProblem(path.name, None, None, f"unknown format {declared!r}; use one of {', '.join(FORMATS)}")]
+            )
         return declared
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson", ".json"):
@@ -40,7 +42,14 @@ def detect_format(path: Path, declared: str | None = None) -> str:
     if suffix in (".qrels",) or path.name.startswith("qrels"):
         return "trec-qrels"
     raise ImportFailed(
-        [ImportProblem(path.name, None, None, f"cannot tell the format from the extension {suffix!r}; name it with --format ({', '.join(FORMATS)})")]
+        [
+            ImportProblem(
+                path.name,
+                None,
+                None,
+                f"cannot tell the format from the extension {suffix!r}; name it with --format ({', '.join(FORMATS)})",
+            )
+        ]
     )
 
 
@@ -98,15 +107,31 @@ def _read_jsonl(path: Path, name: str) -> Iterator[Record]:
                     data = json.loads(text)
                 except json.JSONDecodeError as error:
                     raise ImportFailed(
-                        [ImportProblem(name, line_no, None, f"malformed JSON: {error.msg} (column {error.colno}); each line must be one JSON object")]
+                        [
+                            ImportProblem(
+                                name,
+                                line_no,
+                                None,
+                                f"malformed JSON: {error.msg} (column {error.colno}); each line must be one JSON object",
+                            )
+                        ]
                     ) from None
                 if not isinstance(data, dict):
                     raise ImportFailed(
-                        [ImportProblem(name, line_no, None, f"each line must be a JSON object {{...}}, got {type(data).__name__}")]
+                        [
+                            ImportProblem(
+                                name,
+                                line_no,
+                                None,
+                                f"each line must be a JSON object {{...}}, got {type(data).__name__}",
+                            )
+                        ]
                     )
                 yield Record(line_no, data)
         except UnicodeDecodeError as error:
-            raise ImportFailed([ImportProblem(name, line_no + 1, None, f"not UTF-8 text ({error.reason}); save the file as UTF-8")]) from None
+            raise ImportFailed(
+                [ImportProblem(name, line_no + 1, None, f"not UTF-8 text ({error.reason}); save the file as UTF-8")]
+            ) from None
 
 
 def _read_csv(path: Path, name: str) -> Iterator[Record]:
@@ -128,7 +153,9 @@ def _read_csv(path: Path, name: str) -> Iterator[Record]:
     except pd.errors.ParserError as error:
         raise ImportFailed([ImportProblem(name, None, None, f"malformed CSV: {error}")]) from None
     except UnicodeDecodeError as error:
-        raise ImportFailed([ImportProblem(name, None, None, f"not UTF-8 text ({error.reason}); save the file as UTF-8")]) from None
+        raise ImportFailed(
+            [ImportProblem(name, None, None, f"not UTF-8 text ({error.reason}); save the file as UTF-8")]
+        ) from None
 
 
 def _read_parquet(path: Path, name: str) -> Iterator[Record]:
@@ -154,7 +181,15 @@ class _TrecTopic:
 
 
 def _read_trec_topics(
-    path: Path, name: str, *, kind: str, layout: str, value: str, parse: Callable[[str], Any], must_be: str, repeated: str
+    path: Path,
+    name: str,
+    *,
+    kind: str,
+    layout: str,
+    value: str,
+    parse: Callable[[str], Any],
+    must_be: str,
+    repeated: str,
 ) -> dict[str, _TrecTopic]:
     """Read a whitespace-separated TREC file whose lines hold the columns of ``layout``, grouped by topic (the first column).
 
@@ -170,23 +205,44 @@ def _read_trec_topics(
             if not parts:
                 continue
             if len(parts) != len(columns):
-                raise ImportFailed([ImportProblem(name, line_no, None, f"a {kind} line has {len(columns)} columns ({layout}), got {len(parts)}")])
+                raise ImportFailed(
+                    [
+                        ImportProblem(
+                            name,
+                            line_no,
+                            None,
+                            f"a {kind} line has {len(columns)} columns ({layout}), got {len(parts)}",
+                        )
+                    ]
+                )
             qid, doc, text = parts[0], parts[2], parts[at]
             try:
                 parsed = parse(text)
             except ValueError:
-                raise ImportFailed([ImportProblem(name, line_no, value, f"{value} must be {must_be}, got {text!r}")]) from None
+                raise ImportFailed(
+                    [ImportProblem(name, line_no, value, f"{value} must be {must_be}, got {text!r}")]
+                ) from None
             topic = topics.setdefault(qid, _TrecTopic(line_no, parts, {}))
             if doc in topic.docs:
-                raise ImportFailed([ImportProblem(name, line_no, "docno", f"document {doc!r} is {repeated} twice for topic {qid}")])
+                raise ImportFailed(
+                    [ImportProblem(name, line_no, "docno", f"document {doc!r} is {repeated} twice for topic {qid}")]
+                )
             topic.docs[doc] = parsed
     return topics
 
 
 def read_trec_qrels(path: Path, name: str) -> Iterator[Record]:
     """Yield one record per topic: ``{"id", "gold": [{"doc", "grade"}]}`` (format: ``qid 0 docno grade``)."""
-    topics = _read_trec_topics(path, name, kind="qrels", layout="qid iteration docno grade", value="grade", parse=int,
-                               must_be="an integer", repeated="judged")
+    topics = _read_trec_topics(
+        path,
+        name,
+        kind="qrels",
+        layout="qid iteration docno grade",
+        value="grade",
+        parse=int,
+        must_be="an integer",
+        repeated="judged",
+    )
     for qid, topic in topics.items():
         yield Record(topic.line, {"id": qid, "gold": [{"doc": d, "grade": g} for d, g in topic.docs.items()]})
 
@@ -198,8 +254,16 @@ def read_trec_run(path: Path, name: str) -> Iterator[Record]:
     sorts by score, descending, breaking ties by docno, descending; we do the same so our
     numbers match the field's reference tool. A topic's run id is the one on its first line.
     """
-    topics = _read_trec_topics(path, name, kind="run", layout="qid Q0 docno rank score runid", value="score", parse=float,
-                               must_be="a number", repeated="retrieved")
+    topics = _read_trec_topics(
+        path,
+        name,
+        kind="run",
+        layout="qid Q0 docno rank score runid",
+        value="score",
+        parse=float,
+        must_be="a number",
+        repeated="retrieved",
+    )
     for qid, topic in topics.items():
         ranked = sorted(topic.docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
         yield Record(topic.line, {"id": qid, "retrieved": [d for d, _ in ranked], "trec_run_id": topic.columns[5]})
@@ -222,5 +286,7 @@ def read_import(path: Path, fmt: str, name: str, *, trec: str, holding: str) -> 
         return _TREC[fmt][0](path, name)
     if fmt in _TREC:
         _, called, holds, command = _TREC[fmt]
-        raise ImportFailed([ImportProblem(name, None, None, f"a {called} file holds {holds}, not {holding}; import it with {command}")])
+        raise ImportFailed(
+            [ImportProblem(name, None, None, f"a {called} file holds {holds}, not {holding}; import it with {command}")]
+        )
     return read_records(path, fmt, name)

@@ -14,7 +14,15 @@ from typing import Any
 from .fields import FieldError, as_bool, as_dict, as_id, as_list, as_number, as_str_list, as_text, is_blank, json_safe
 
 ROW_FIELDS = {"id", "retrieved", "context_ids", "context", "answer", "declined", "claims", "scores"}
-RAGAS_FIELDS = {"id", "user_input", "retrieved_contexts", "response", "reference", "reference_contexts", "retrieved_context_ids"}
+RAGAS_FIELDS = {
+    "id",
+    "user_input",
+    "retrieved_contexts",
+    "response",
+    "reference",
+    "reference_contexts",
+    "retrieved_context_ids",
+}
 
 
 def _claims(raw: Any) -> list[dict[str, Any]]:
@@ -22,7 +30,9 @@ def _claims(raw: Any) -> list[dict[str, Any]]:
     for i, item in enumerate(as_list(raw, "claims")):
         where = f"claims[{i}]"
         if not isinstance(item, dict):
-            raise FieldError(where, f"must be an object with text, supported and optionally rationale, got {item!r:.40}")
+            raise FieldError(
+                where, f"must be an object with text, supported and optionally rationale, got {item!r:.40}"
+            )
         claim = {
             "text": as_text(item.get("text"), f"{where}.text", required=True),
             "supported": as_bool(item.get("supported"), f"{where}.supported"),
@@ -60,14 +70,23 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
             qid = text_index[text]
             if qid == "":
                 raise FieldError("user_input", "matches several questions' text; add an id column to say which")
-        contexts = [as_text(c, "retrieved_contexts") for c in as_list(_python_list(data.get("retrieved_contexts")), "retrieved_contexts")]
+        contexts = [
+            as_text(c, "retrieved_contexts")
+            for c in as_list(_python_list(data.get("retrieved_contexts")), "retrieved_contexts")
+        ]
         retrieved = as_str_list(_python_list(data.get("retrieved_context_ids")), "retrieved_context_ids")
         scores = {}
         for name, value in data.items():
             if name in RAGAS_FIELDS:
                 continue
-            if isinstance(value, (int, float)) and not isinstance(value, bool) or (isinstance(value, str) and _looks_numeric(value)):
-                scores[str(name)] = as_number(value, str(name), nan_is_null=True)  # Ragas writes NaN for a metric it could not compute
+            if (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                or (isinstance(value, str) and _looks_numeric(value))
+            ):
+                scores[str(name)] = as_number(
+                    value, str(name), nan_is_null=True
+                )  # Ragas writes NaN for a metric it could not compute
         return {
             "qid": qid,
             "retrieved": retrieved,
@@ -82,7 +101,12 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
         }
     qid = as_id(data.get("id"), "id")
     retrieved = as_str_list(data.get("retrieved"), "retrieved")
-    context_ids = None if data.get("context_ids") is None or (isinstance(data.get("context_ids"), str) and not data["context_ids"].strip()) else as_str_list(data.get("context_ids"), "context_ids")
+    context_ids = (
+        None
+        if data.get("context_ids") is None
+        or (isinstance(data.get("context_ids"), str) and not data["context_ids"].strip())
+        else as_str_list(data.get("context_ids"), "context_ids")
+    )
     raw_context = data.get("context")
     context_chunks = None
     if isinstance(raw_context, (list, tuple)) or (isinstance(raw_context, str) and raw_context.strip().startswith("[")):

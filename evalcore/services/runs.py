@@ -85,7 +85,9 @@ class _Index:
         by_qid: dict[str, QuestionInfo] = {}
         by_text: dict[str, str] = {}
         per_slice: dict[str, int] = {}
-        values = Question.objects.filter(version=version).values_list("pk", "qid", "qtype", "answerable", "gold", "text")
+        values = Question.objects.filter(version=version).values_list(
+            "pk", "qid", "qtype", "answerable", "gold", "text"
+        )
         for pk, qid, qtype, answerable, gold, text in values.iterator(chunk_size=5000):
             by_qid[qid] = QuestionInfo(pk, qid, qtype, answerable, gold)
             key = text.strip()
@@ -102,12 +104,16 @@ def _row_checker(
     def check(data: dict[str, Any]) -> dict[str, Any]:
         row = normalize_row(data, fmt=fmt, text_index=index.by_text)
         if row["qid"] not in index.by_qid:
-            raise FieldError("id", f"question {row['qid']!r} is not in {version.label}; rows must answer the version's questions")
+            raise FieldError(
+                "id", f"question {row['qid']!r} is not in {version.label}; rows must answer the version's questions"
+            )
         if chunk_map is not None:
             unknown = next((c for c in row["retrieved"] + (row["context_ids"] or []) if c not in chunk_map), None)
             if unknown is not None:
                 field = "retrieved" if unknown in row["retrieved"] else "context_ids"
-                raise FieldError(field, f"chunk {unknown!r} is not in the chunk map; upload the chunk map this run retrieved from")
+                raise FieldError(
+                    field, f"chunk {unknown!r} is not in the chunk map; upload the chunk map this run retrieved from"
+                )
         if k is not None and row["context_ids"] is not None and len(row["context_ids"]) > k:
             raise FieldError(
                 "context_ids",
@@ -120,11 +126,19 @@ def _row_checker(
 
 
 def _validated_rows(
-    path: Path, fmt: str, display: str, index: _Index, version: EvalSetVersion, chunk_map: ChunkMap | None,
-    k: int | None, problems: ProblemCollector,
+    path: Path,
+    fmt: str,
+    display: str,
+    index: _Index,
+    version: EvalSetVersion,
+    chunk_map: ChunkMap | None,
+    k: int | None,
+    problems: ProblemCollector,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     return validated(
-        read_import(path, fmt, display, trec="trec-run", holding="a run's rows"), _row_checker(index, version, fmt, chunk_map, k), problems,
+        read_import(path, fmt, display, trec="trec-run", holding="a run's rows"),
+        _row_checker(index, version, fmt, chunk_map, k),
+        problems,
         key=lambda row: row["qid"],
         duplicate=lambda qid, first: f"question {qid!r} has a second row (first on line {first}); one row per question",
     )
@@ -161,9 +175,17 @@ def run_import(
     fmt = detect_format(path, fmt)
     about_file(display, lambda: check_name(name, what="run"))
     if gain not in GAINS:
-        raise ImportFailed([ImportProblem(display, None, None, f"gain must be 'exponential' or 'linear', got {gain!r}")])
+        raise ImportFailed(
+            [ImportProblem(display, None, None, f"gain must be 'exponential' or 'linear', got {gain!r}")]
+        )
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ImportFailed([ImportProblem(display, None, None, f"k must be a positive integer (chunks that reach the model), got {k!r}")])
+        raise ImportFailed(
+            [
+                ImportProblem(
+                    display, None, None, f"k must be a positive integer (chunks that reach the model), got {k!r}"
+                )
+            ]
+        )
     version = about_file(display, lambda: version_by_ref(evalset))
     judge = normalize_judge_config(judge_config) if judge_config else None
     system = json_safe(system_config or {})
@@ -172,15 +194,33 @@ def run_import(
     chunk_map, chunk_rows = read_chunk_map(chunks_path) if chunks_path else (None, [])
 
     options = {
-        "version": version.pk, "format": fmt, "k": k, "gain": gain, "judge": judge and judge["config_hash"],
-        "system": system, "chunks": _file_hash(chunks_path),
+        "version": version.pk,
+        "format": fmt,
+        "k": k,
+        "gain": gain,
+        "judge": judge and judge["config_hash"],
+        "system": system,
+        "chunks": _file_hash(chunks_path),
     }
     source_hash = hashlib.sha256((_file_hash(path) + json.dumps(options, sort_keys=True)).encode()).hexdigest()
     existing = Run.objects.filter(version=version, name=name).first()
     if existing is not None:
         if existing.source_hash == source_hash:
-            return RunImportResult(existing, False, f"Nothing new: run {name!r} on {version.label} was already imported from this file ({existing.row_count} rows).")
-        raise ImportFailed([ImportProblem(display, None, None, f"a run named {name!r} already exists on {version.label} with different content; choose another name")])
+            return RunImportResult(
+                existing,
+                False,
+                f"Nothing new: run {name!r} on {version.label} was already imported from this file ({existing.row_count} rows).",
+            )
+        raise ImportFailed(
+            [
+                ImportProblem(
+                    display,
+                    None,
+                    None,
+                    f"a run named {name!r} already exists on {version.label} with different content; choose another name",
+                )
+            ]
+        )
 
     index = _Index.load(version)
     total = count_records(path, fmt) if fmt != "trec-run" else None
@@ -198,16 +238,33 @@ def run_import(
         raise ImportFailed([ImportProblem(display, None, None, "the file holds no rows")])
     if k is None:
         if widest == 0:
-            raise ImportFailed([ImportProblem(display, None, None, "give k, the number of chunks that reach the model (--k): the rows have no context_ids to infer it from")])
+            raise ImportFailed(
+                [
+                    ImportProblem(
+                        display,
+                        None,
+                        None,
+                        "give k, the number of chunks that reach the model (--k): the rows have no context_ids to infer it from",
+                    )
+                ]
+            )
         k = widest
     run_k: int = k
 
     def create() -> Run:
         run = Run.objects.create(
-            version=version, name=name, description=description, system_config=system,
+            version=version,
+            name=name,
+            description=description,
+            system_config=system,
             judge_config=judge_config_get_or_create(judge) if judge else None,
-            k=run_k, gain=gain, has_chunk_map=chunk_map is not None, source_name=display, source_hash=source_hash,
-            question_count=version.question_count, created_by=user,
+            k=run_k,
+            gain=gain,
+            has_chunk_map=chunk_map is not None,
+            source_name=display,
+            source_hash=source_hash,
+            question_count=version.question_count,
+            created_by=user,
         )
         for chunk_batch in in_batches((RunChunk(run=run, **c) for c in chunk_rows), 5000):
             RunChunk.objects.bulk_create(chunk_batch)
@@ -222,11 +279,20 @@ def run_import(
             objects = []
             for row, info, scores in zip(batch, infos, computed):
                 merged, metadata = _merge_scores(row, scores)
-                objects.append(Row(
-                    run=run, question_id=info.pk, retrieved=row["retrieved"], context_ids=row["context_ids"] or [],
-                    context=row["context"], answer=row["answer"], declined=row["declined"], claims=row["claims"],
-                    scores=merged, metadata=metadata,
-                ))
+                objects.append(
+                    Row(
+                        run=run,
+                        question_id=info.pk,
+                        retrieved=row["retrieved"],
+                        context_ids=row["context_ids"] or [],
+                        context=row["context"],
+                        answer=row["answer"],
+                        declined=row["declined"],
+                        claims=row["claims"],
+                        scores=merged,
+                        metadata=metadata,
+                    )
+                )
                 summary_rows.append((slice_name(info.qtype), merged))
                 gold_counts[gold_kind(info)] = gold_counts.get(gold_kind(info), 0) + 1
             Row.objects.bulk_create(objects)
@@ -247,8 +313,12 @@ def run_import(
     if not created:
         return RunImportResult(run, False, f"Nothing new: run {name!r} was imported concurrently from this file.")
     written = run.row_count
-    coverage = f"{written} of {version.question_count} questions" + (" (partial run: means cover only these)" if written < version.question_count else "")
-    return RunImportResult(run, True, f"Created run {name!r} on {version.label}: {coverage}, k={run_k}.{gold_note(run.summary)}")
+    coverage = f"{written} of {version.question_count} questions" + (
+        " (partial run: means cover only these)" if written < version.question_count else ""
+    )
+    return RunImportResult(
+        run, True, f"Created run {name!r} on {version.label}: {coverage}, k={run_k}.{gold_note(run.summary)}"
+    )
 
 
 def gold_kind(question: QuestionInfo) -> str:
@@ -275,7 +345,9 @@ def gold_note(summary: dict[str, Any]) -> str:
     return (" Of its questions, " + "; ".join(parts) + ".") if parts else ""
 
 
-def _merge_scores(row: dict[str, Any], computed: dict[str, float | None]) -> tuple[dict[str, float | None], dict[str, Any]]:
+def _merge_scores(
+    row: dict[str, Any], computed: dict[str, float | None]
+) -> tuple[dict[str, float | None], dict[str, Any]]:
     """Merge computed and imported scores; computed retrieval metrics and claim-level faithfulness win."""
     metadata = dict(row["metadata"])
     if row.get("context_chunks"):
@@ -283,7 +355,13 @@ def _merge_scores(row: dict[str, Any], computed: dict[str, float | None]) -> tup
     merged = dict(row["scores"])
     overridden = {}
     for name, value in computed.items():
-        if name == "faithfulness" and value is None and merged.get("faithfulness") is not None and not row["claims"] and not row["declined"]:
+        if (
+            name == "faithfulness"
+            and value is None
+            and merged.get("faithfulness") is not None
+            and not row["claims"]
+            and not row["declined"]
+        ):
             continue  # a judge score imported without its claims is kept as imported
         if name in merged and merged[name] != value:
             overridden[name] = merged[name]
@@ -293,7 +371,9 @@ def _merge_scores(row: dict[str, Any], computed: dict[str, float | None]) -> tup
     return merged, metadata
 
 
-def build_summary(rows: list[tuple[str, dict[str, float | None]]], *, k: int, questions_per_slice: dict[str, int]) -> dict[str, Any]:
+def build_summary(
+    rows: list[tuple[str, dict[str, float | None]]], *, k: int, questions_per_slice: dict[str, int]
+) -> dict[str, Any]:
     names: set[str] = set()
     for _, scores in rows:
         names.update(scores)

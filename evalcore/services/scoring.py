@@ -87,10 +87,18 @@ def score_rows(
         rankings.append(ranking)
         golds.append(gold)
         ks.append(k_row)
-    frame = score_retrieval(
-        rankings, golds, np.asarray(ks, dtype=np.int64), k_label=k, gain=gain,  # type: ignore[arg-type]
-        answerable=[q.answerable for q in questions],
-    ) if rows else None
+    frame = (
+        score_retrieval(
+            rankings,
+            golds,
+            np.asarray(ks, dtype=np.int64),
+            k_label=k,
+            gain=gain,  # type: ignore[arg-type]
+            answerable=[q.answerable for q in questions],
+        )
+        if rows
+        else None
+    )
     names = retrieval_metric_names(k)
     columns = {name: frame[name].to_numpy(dtype=float).tolist() for name in names} if frame is not None else {}
     out = []

@@ -64,12 +64,19 @@ def summarize_scores(
             "metrics": {},
         }
         for metric in metrics:
-            values = pd.to_numeric(group[metric], errors="coerce").to_numpy(dtype=float) if metric in group else np.array([])
+            values = (
+                pd.to_numeric(group[metric], errors="coerce").to_numpy(dtype=float) if metric in group else np.array([])
+            )
             entry["metrics"][metric] = metric_stats(values, confidence)
         slices[name] = entry
     for name, count in questions_per_slice.items():
         if name not in slices:
-            slices[name] = {"rows": 0, "questions": int(count), "coverage": 0.0, "metrics": {m: metric_stats(np.array([])) for m in metrics}}
+            slices[name] = {
+                "rows": 0,
+                "questions": int(count),
+                "coverage": 0.0,
+                "metrics": {m: metric_stats(np.array([])) for m in metrics},
+            }
     return {"metrics": metrics, "slices": slices, "confidence": confidence}
 
 

@@ -16,7 +16,16 @@ def save_upload(upload: UploadedFile) -> Path:
     """Save an upload to its own folder and return its path; refuse files over UPLOAD_MAX_BYTES."""
     name = Path(upload.name or "upload").name
     if upload.size is not None and upload.size > settings.UPLOAD_MAX_BYTES:
-        raise ImportFailed([ImportProblem(name, None, None, f"the file is {upload.size:,} bytes; the limit is {settings.UPLOAD_MAX_BYTES:,} (UPLOAD_MAX_BYTES)")])
+        raise ImportFailed(
+            [
+                ImportProblem(
+                    name,
+                    None,
+                    None,
+                    f"the file is {upload.size:,} bytes; the limit is {settings.UPLOAD_MAX_BYTES:,} (UPLOAD_MAX_BYTES)",
+                )
+            ]
+        )
     stem, suffix = Path(name).stem, Path(name).suffix
     # a long name keeps its extension: the format is told from it
     safe = (re.sub(r"[^A-Za-z0-9._-]", "_", stem)[:100] + re.sub(r"[^A-Za-z0-9.]", "_", suffix)[:20]) or "upload"

@@ -23,26 +23,40 @@ def compare(request: HttpRequest) -> HttpResponse:
     def start(data: dict) -> Job:
         return request_gate(
             params=GateParams(
-                base=data["base"].pk, candidate=data["candidate"].pk, metrics=data["metrics"],
-                slice_by=None if data["slice_by"] == "none" else "type", margin=data["margin"], margins=data["margins"],
-                lower_is_better=data["lower_is_better"], judge_policy=data["judge_policy"] or None,
+                base=data["base"].pk,
+                candidate=data["candidate"].pk,
+                metrics=data["metrics"],
+                slice_by=None if data["slice_by"] == "none" else "type",
+                margin=data["margin"],
+                margins=data["margins"],
+                lower_is_better=data["lower_is_better"],
+                judge_policy=data["judge_policy"] or None,
             ),
             user=request.user,
         )
 
-    return job_form_page(request, form, start=start, template="evalcore/compare.html",
-                         context=lambda: {"comparisons": comparisons_list()[:20]})
+    return job_form_page(
+        request,
+        form,
+        start=start,
+        template="evalcore/compare.html",
+        context=lambda: {"comparisons": comparisons_list()[:20]},
+    )
 
 
 @require_GET
 @eval_owner_required
 def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
     comparison = get_object_or_404(
-        Comparison.objects.select_related("base__version__eval_set", "candidate", "created_by", "base__judge_config", "candidate__judge_config"),
+        Comparison.objects.select_related(
+            "base__version__eval_set", "candidate", "created_by", "base__judge_config", "candidate__judge_config"
+        ),
         pk=comparison_id,
     )
     decisions = list(comparison.decisions.all())
-    metric = request.GET.get("metric") or (next((d.metric for d in decisions if d.status == comparison.overall), None) or (comparison.metrics or [None])[0])
+    metric = request.GET.get("metric") or (
+        next((d.metric for d in decisions if d.status == comparison.overall), None) or (comparison.metrics or [None])[0]
+    )
     if metric not in comparison.metrics:
         metric = comparison.metrics[0] if comparison.metrics else None
     context = {
@@ -58,7 +72,10 @@ def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
     }
     if request.htmx and request.GET.get("partial") == "changed":
         return render(request, "evalcore/comparison.html#changed", context)
-    context["plot"] = forest_plot_svg([
-        ForestRow(d.metric, d.slice, d.mean, d.low, d.high, d.margin, d.status, d.higher_is_better, d.n) for d in decisions
-    ])
+    context["plot"] = forest_plot_svg(
+        [
+            ForestRow(d.metric, d.slice, d.mean, d.low, d.high, d.margin, d.status, d.higher_is_better, d.n)
+            for d in decisions
+        ]
+    )
     return render(request, "evalcore/comparison.html", context)

@@ -23,21 +23,32 @@ def evalset_list(request: HttpRequest) -> HttpResponse:
     def start(data: dict) -> Job:
         return request_evalset_import(
             params=EvalSetImportParams(
-                path=str(save_upload(data["file"])), name=data["name"], format=data["format"] or None,
-                display_name=data["file"].name, mode="extend" if data["extend"] else "replace",
+                path=str(save_upload(data["file"])),
+                name=data["name"],
+                format=data["format"] or None,
+                display_name=data["file"].name,
+                mode="extend" if data["extend"] else "replace",
                 description=data["description"],
             ),
             user=request.user,
         )
 
-    return job_form_page(request, form, start=start, template="evalcore/evalsets.html", error_field="file",
-                         context=lambda: {"evalsets": evalsets_with_versions()})
+    return job_form_page(
+        request,
+        form,
+        start=start,
+        template="evalcore/evalsets.html",
+        error_field="file",
+        context=lambda: {"evalsets": evalsets_with_versions()},
+    )
 
 
 @require_GET
 @eval_owner_required
 def version_detail(request: HttpRequest, name: str, number: int) -> HttpResponse:
-    version = get_object_or_404(EvalSetVersion.objects.select_related("eval_set", "parent"), eval_set__name=name, number=number)
+    version = get_object_or_404(
+        EvalSetVersion.objects.select_related("eval_set", "parent"), eval_set__name=name, number=number
+    )
     qtype = request.GET.get("type")
     questions = version.questions.order_by("qid")
     if qtype is not None:
@@ -45,8 +56,12 @@ def version_detail(request: HttpRequest, name: str, number: int) -> HttpResponse
     page = Paginator(questions, 50).get_page(request.GET.get("page"))
     types = version.questions.order_by().values_list("qtype", flat=True).distinct()
     context = {
-        "version": version, "page": page, "types": sorted(types), "qtype": qtype,
-        "runs": version_runs(version), "children": version.children.all(),
+        "version": version,
+        "page": page,
+        "types": sorted(types),
+        "qtype": qtype,
+        "runs": version_runs(version),
+        "children": version.children.all(),
     }
     template = "evalcore/version.html#questions" if request.htmx else "evalcore/version.html"
     return render(request, template, context)

@@ -26,15 +26,23 @@ def run_list(request: HttpRequest) -> HttpResponse:
     def start(data: dict) -> Job:
         return request_run_import(
             params=RunImportParams(
-                path=str(save_upload(data["file"])), evalset=data["evalset"], name=data["name"],
-                format=data["format"] or None, display_name=data["file"].name, k=data["k"], gain=data["gain"],
-                judge_config=data["judge_config"], system_config=data["system_config"],
+                path=str(save_upload(data["file"])),
+                evalset=data["evalset"],
+                name=data["name"],
+                format=data["format"] or None,
+                display_name=data["file"].name,
+                k=data["k"],
+                gain=data["gain"],
+                judge_config=data["judge_config"],
+                system_config=data["system_config"],
                 chunks_path=str(save_upload(data["chunks"])) if data.get("chunks") else None,
             ),
             user=request.user,
         )
 
-    return job_form_page(request, form, start=start, template="evalcore/runs.html", context=lambda: {"runs": runs_list()})
+    return job_form_page(
+        request, form, start=start, template="evalcore/runs.html", context=lambda: {"runs": runs_list()}
+    )
 
 
 def _summary_table(run: Run) -> list[dict]:
@@ -56,7 +64,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("version__eval_set", "judge_config", "created_by"), pk=run_id)
     metrics = run.summary.get("metrics", [])
     context = {
-        "run": run, "metrics": metrics, "table": _summary_table(run),
+        "run": run,
+        "metrics": metrics,
+        "table": _summary_table(run),
         "judge_metrics": [m for m in metrics if is_judge_metric(m)],
         "gold_note": gold_note(run.summary or {}),
         "other_runs": Run.objects.filter(version=run.version).exclude(pk=run.pk).order_by("-created_at"),
@@ -77,7 +87,11 @@ def run_rows_page(request: HttpRequest, run_id: int) -> HttpResponse:
         form.add_error("metric", f"{run.name} has no metric {metric!r}")
         metric = None
     rows = run_rows(
-        run, qtype=filters.get("type") or None, metric=metric, low=filters.get("low"), high=filters.get("high"),
+        run,
+        qtype=filters.get("type") or None,
+        metric=metric,
+        low=filters.get("low"),
+        high=filters.get("high"),
         search=filters.get("q") or None,
     )
     page = Paginator(rows, 50).get_page(filters.get("page"))

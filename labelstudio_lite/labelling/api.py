@@ -56,20 +56,35 @@ class MyCampaignsApi(APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(
-        responses=inline_serializer("MyCampaign", {"name": serializers.CharField(), "question": serializers.CharField(), "share": serializers.DictField()}),
+        responses=inline_serializer(
+            "MyCampaign",
+            {"name": serializers.CharField(), "question": serializers.CharField(), "share": serializers.DictField()},
+        ),
         summary="Campaigns you are assigned to label",
     )
     def get(self, request: Request) -> Response:
-        return Response([
-            {"name": c.name, "unit": c.unit, "question": c.judge_question, "guidance": c.guidance, "share": _share(c, request.user)}
-            for c in campaigns_for_annotator(request.user)
-        ])
+        return Response(
+            [
+                {
+                    "name": c.name,
+                    "unit": c.unit,
+                    "question": c.judge_question,
+                    "guidance": c.guidance,
+                    "share": _share(c, request.user),
+                }
+                for c in campaigns_for_annotator(request.user)
+            ]
+        )
 
 
 class NextItemApi(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: BlindItemOutput, 204: None}, summary="Claim the next item to label (204 when your share is done)")
+    @extend_schema(
+        request=None,
+        responses={200: BlindItemOutput, 204: None},
+        summary="Claim the next item to label (204 when your share is done)",
+    )
     def post(self, request: Request, name: str) -> Response:
         campaign = campaign_for_labelling(request.user, name)
         served = next_item(campaign=campaign, user=request.user)
@@ -78,7 +93,9 @@ class NextItemApi(APIView):
         view = blind_item(served.item)  # next_item loads the item's row and question
         view.pop("answer_html", None)
         view.pop("claim_count", None)
-        return Response({**view, "lease_expires_at": served.lease.expires_at, "question_asked": campaign.judge_question})
+        return Response(
+            {**view, "lease_expires_at": served.lease.expires_at, "question_asked": campaign.judge_question}
+        )
 
 
 class LabelInput(serializers.Serializer):
@@ -93,7 +110,17 @@ class OwnLabelOutput(serializers.ModelSerializer):
 
     class Meta:
         model = Label
-        fields = ["id", "item_id", "question_id", "claim_index", "value", "rationale", "seconds", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "item_id",
+            "question_id",
+            "claim_index",
+            "value",
+            "rationale",
+            "seconds",
+            "created_at",
+            "updated_at",
+        ]
 
 
 class MyLabelsApi(APIView):
@@ -104,7 +131,9 @@ class MyLabelsApi(APIView):
         campaign = campaign_for_labelling(request.user, name)
         return Response(OwnLabelOutput(own_labels(campaign=campaign, user=request.user), many=True).data)
 
-    @extend_schema(request=LabelInput, responses={201: OwnLabelOutput, 409: None}, summary="Label an item you hold (idempotent)")
+    @extend_schema(
+        request=LabelInput, responses={201: OwnLabelOutput, 409: None}, summary="Label an item you hold (idempotent)"
+    )
     def post(self, request: Request, name: str) -> Response:
         campaign = campaign_for_labelling(request.user, name)
         data = LabelInput(data=request.data)
@@ -115,14 +144,20 @@ class MyLabelsApi(APIView):
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         except LabellingError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
-        label = own_label(campaign=campaign, user=request.user, label_id=label.pk)  # one query for the output, not three
+        label = own_label(
+            campaign=campaign, user=request.user, label_id=label.pk
+        )  # one query for the output, not three
         return Response(OwnLabelOutput(label).data, status=status.HTTP_201_CREATED)
 
 
 class SkipApi(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=inline_serializer("SkipInput", {"item_id": serializers.IntegerField()}), responses={204: None}, summary="Give a held item back")
+    @extend_schema(
+        request=inline_serializer("SkipInput", {"item_id": serializers.IntegerField()}),
+        responses={204: None},
+        summary="Give a held item back",
+    )
     def post(self, request: Request, name: str) -> Response:
         campaign = campaign_for_labelling(request.user, name)
         try:
@@ -138,28 +173,48 @@ class CampaignListApi(APIView):
 
     @extend_schema(
         responses=inline_serializer("CampaignSummary", {"name": serializers.CharField()}, many=True),
-        summary="Campaigns (eval owners)", operation_id="campaigns_list",
+        summary="Campaigns (eval owners)",
+        operation_id="campaigns_list",
     )
     def get(self, request: Request) -> Response:
-        return Response([
-            {"name": c.name, "run": c.run.name, "unit": c.unit, "size": c.size, "overlap": c.overlap, "heldout_fraction": c.heldout_fraction,
-             "seed": c.seed, "strata": c.strata, "created_at": c.created_at}
-            for c in campaigns_list()
-        ])
+        return Response(
+            [
+                {
+                    "name": c.name,
+                    "run": c.run.name,
+                    "unit": c.unit,
+                    "size": c.size,
+                    "overlap": c.overlap,
+                    "heldout_fraction": c.heldout_fraction,
+                    "seed": c.seed,
+                    "strata": c.strata,
+                    "created_at": c.created_at,
+                }
+                for c in campaigns_list()
+            ]
+        )
 
 
 class CampaignDetailApi(APIView):
     permission_classes = [IsEvalOwner]
 
-    @extend_schema(responses=inline_serializer("CampaignDetail", {"name": serializers.CharField()}), summary="Progress and annotator agreement")
+    @extend_schema(
+        responses=inline_serializer("CampaignDetail", {"name": serializers.CharField()}),
+        summary="Progress and annotator agreement",
+    )
     def get(self, request: Request, name: str) -> Response:
         campaign = campaign_for_owner(request.user, name)
-        return Response({
-            "name": campaign.name, "run": campaign.run.name, "unit": campaign.unit, "question": campaign.judge_question,
-            "progress": campaign_progress(campaign).as_dict(),
-            "agreement": annotator_agreement(campaign).as_dict(),
-            "final_labels": final_label_counts(campaign),
-        })
+        return Response(
+            {
+                "name": campaign.name,
+                "run": campaign.run.name,
+                "unit": campaign.unit,
+                "question": campaign.judge_question,
+                "progress": campaign_progress(campaign).as_dict(),
+                "agreement": annotator_agreement(campaign).as_dict(),
+                "final_labels": final_label_counts(campaign),
+            }
+        )
 
 
 class CampaignLabelsApi(APIView):
@@ -167,25 +222,48 @@ class CampaignLabelsApi(APIView):
 
     @extend_schema(
         request=None,
-        responses={201: inline_serializer("LabelExport", {"version": serializers.IntegerField(), "items": serializers.IntegerField(),
-                                                          "heldout_items": serializers.IntegerField(), "labels": serializers.ListField()})},
+        responses={
+            201: inline_serializer(
+                "LabelExport",
+                {
+                    "version": serializers.IntegerField(),
+                    "items": serializers.IntegerField(),
+                    "heldout_items": serializers.IntegerField(),
+                    "labels": serializers.ListField(),
+                },
+            )
+        },
         summary="Export every label, held-out items included (eval owners): recorded as a label export, so a POST",
     )
     def post(self, request: Request, name: str) -> Response:
         campaign = campaign_for_owner(request.user, name)
         record = labels_export(campaign=campaign, fmt="jsonl", user=request.user)
         labels = [json.loads(line) for line in record.content.splitlines()]
-        return Response({"version": record.version, "items": len(record.item_ids), "heldout_items": record.heldout_items,
-                         "labels": labels}, status=201)
+        return Response(
+            {
+                "version": record.version,
+                "items": len(record.item_ids),
+                "heldout_items": record.heldout_items,
+                "labels": labels,
+            },
+            status=201,
+        )
 
 
 class JudgeReportApi(APIView):
     permission_classes = [IsEvalOwner]
 
-    @extend_schema(responses=inline_serializer("JudgeReport", {"verdict": serializers.DictField()}), summary="The judge error report (same numbers as the page)")
+    @extend_schema(
+        responses=inline_serializer("JudgeReport", {"verdict": serializers.DictField()}),
+        summary="The judge error report (same numbers as the page)",
+    )
     def get(self, request: Request, name: str) -> Response:
         campaign = campaign_for_owner(request.user, name)
-        return Response(judge_report(campaign, verdict_set=verdict_set_for(campaign, request.query_params.get("verdicts"))).as_dict())
+        return Response(
+            judge_report(
+                campaign, verdict_set=verdict_set_for(campaign, request.query_params.get("verdicts"))
+            ).as_dict()
+        )
 
 
 class RemeasureApi(APIView):
@@ -199,25 +277,37 @@ class RemeasureApi(APIView):
         if verdict_set is None:
             return Response({"verdicts": ["give ?verdicts=ID, the verdicts of the new judge config"]}, status=400)
         try:
-            result = remeasure(campaign=campaign, verdict_set=verdict_set, split=request.query_params.get("split", "heldout"))
+            result = remeasure(
+                campaign=campaign, verdict_set=verdict_set, split=request.query_params.get("split", "heldout")
+            )
             if opening:
                 remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=request.user)
         except UserFacingError as error:
             return Response({"detail": str(error)}, status=400)
         if not remeasurement_opened(verdict_set):
-            return Response({"detail": "nobody has opened this re-measurement yet: POST to open it (recorded: tuning the judge "
-                                       "again afterwards spends the held-out split)"}, status=409)
+            return Response(
+                {
+                    "detail": "nobody has opened this re-measurement yet: POST to open it (recorded: tuning the judge "
+                    "again afterwards spends the held-out split)"
+                },
+                status=409,
+            )
         return Response(result.as_dict())
 
-    @extend_schema(parameters=[OpenApiParameter("verdicts", int, required=True), OpenApiParameter("split", str)],
-                   responses={200: inline_serializer("Remeasurement", {"n": serializers.IntegerField()}), 409: None},
-                   summary="New judge vs old on the held-out split, once opened (a read)")
+    @extend_schema(
+        parameters=[OpenApiParameter("verdicts", int, required=True), OpenApiParameter("split", str)],
+        responses={200: inline_serializer("Remeasurement", {"n": serializers.IntegerField()}), 409: None},
+        summary="New judge vs old on the held-out split, once opened (a read)",
+    )
     def get(self, request: Request, name: str) -> Response:
         return self._result(request, name, opening=False)
 
-    @extend_schema(request=None, parameters=[OpenApiParameter("verdicts", int, required=True), OpenApiParameter("split", str)],
-                   responses={200: inline_serializer("RemeasurementOpened", {"n": serializers.IntegerField()})},
-                   summary="Open the re-measurement (recorded) and return it")
+    @extend_schema(
+        request=None,
+        parameters=[OpenApiParameter("verdicts", int, required=True), OpenApiParameter("split", str)],
+        responses={200: inline_serializer("RemeasurementOpened", {"n": serializers.IntegerField()})},
+        summary="Open the re-measurement (recorded) and return it",
+    )
     def post(self, request: Request, name: str) -> Response:
         return self._result(request, name, opening=True)
 
@@ -232,18 +322,34 @@ class ExportListApi(APIView):
         seed = serializers.IntegerField(required=False, default=7, min_value=0)
         verdicts = serializers.IntegerField(required=False)
 
-    @extend_schema(responses=inline_serializer("ExportRecordOut", {"version": serializers.IntegerField()}, many=True), summary="Exports of a campaign")
+    @extend_schema(
+        responses=inline_serializer("ExportRecordOut", {"version": serializers.IntegerField()}, many=True),
+        summary="Exports of a campaign",
+    )
     def get(self, request: Request, name: str) -> Response:
         campaign = campaign_for_owner(request.user, name)
-        return Response([
-            {"version": e.version, "kind": e.kind, "format": e.fmt, "items": len(e.item_ids), "heldout_items": e.heldout_items,
-             "options": e.options, "created_by": e.created_by.username if e.created_by else None, "created_at": e.created_at,
-             "download": f"/campaigns/{campaign.name}/exports/{e.version}/"}
-            for e in campaign_exports(campaign)
-        ])
+        return Response(
+            [
+                {
+                    "version": e.version,
+                    "kind": e.kind,
+                    "format": e.fmt,
+                    "items": len(e.item_ids),
+                    "heldout_items": e.heldout_items,
+                    "options": e.options,
+                    "created_by": e.created_by.username if e.created_by else None,
+                    "created_at": e.created_at,
+                    "download": f"/campaigns/{campaign.name}/exports/{e.version}/",
+                }
+                for e in campaign_exports(campaign)
+            ]
+        )
 
-    @extend_schema(request=ExportInput, responses={201: inline_serializer("ExportCreated", {"version": serializers.IntegerField()})},
-                   summary="Export the tuning split's disagreements (recorded and versioned)")
+    @extend_schema(
+        request=ExportInput,
+        responses={201: inline_serializer("ExportCreated", {"version": serializers.IntegerField()})},
+        summary="Export the tuning split's disagreements (recorded and versioned)",
+    )
     def post(self, request: Request, name: str) -> Response:
         campaign = campaign_for_owner(request.user, name)
         data = self.ExportInput(data=request.data)
@@ -254,8 +360,23 @@ class ExportListApi(APIView):
         except NotFound as error:
             return Response({"verdicts": [str(error)]}, status=400)
         try:
-            record = disagreements_export(campaign=campaign, fmt=d["format"], limit=d.get("limit"), balanced=d["balanced"], seed=d["seed"],
-                                          verdict_set=verdict_set, user=request.user)
+            record = disagreements_export(
+                campaign=campaign,
+                fmt=d["format"],
+                limit=d.get("limit"),
+                balanced=d["balanced"],
+                seed=d["seed"],
+                verdict_set=verdict_set,
+                user=request.user,
+            )
         except UserFacingError as error:
             return Response({"detail": str(error)}, status=400)
-        return Response({"version": record.version, "items": len(record.item_ids), "options": record.options, "content": record.content}, status=201)
+        return Response(
+            {
+                "version": record.version,
+                "items": len(record.item_ids),
+                "options": record.options,
+                "content": record.content,
+            },
+            status=201,
+        )

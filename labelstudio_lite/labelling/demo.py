@@ -39,25 +39,54 @@ def load_labelling_demo(paths: dict[str, Path], run: Run) -> list[str]:
     """
     lines = []
     if not Campaign.objects.filter(name=LABELLED).exists():
-        campaign = campaign_create(run=run, name=LABELLED, unit="claim", size=240, heldout_fraction=0.3, overlap=1, seed=11,
-                                   guidance="Judge only against the context shown, not against what you know.")
+        campaign = campaign_create(
+            run=run,
+            name=LABELLED,
+            unit="claim",
+            size=240,
+            heldout_fraction=0.3,
+            overlap=1,
+            seed=11,
+            guidance="Judge only against the context shown, not against what you know.",
+        )
         rng = random.Random(5)
         folder = paths["questions"].parent
         path = folder / "faithfulness-claims.labels.csv"
         verdicts_path = folder / "judge-v2.verdicts.jsonl"
         tuned = _tuned_verdicts(paths["cand_rows_v2"])
-        with path.open("w", newline="", encoding="utf-8") as handle, verdicts_path.open("w", encoding="utf-8") as verdicts:
-            writer = csv.DictWriter(handle, fieldnames=["question_id", "claim_index", "label", "annotator", "rationale"])
+        with (
+            path.open("w", newline="", encoding="utf-8") as handle,
+            verdicts_path.open("w", encoding="utf-8") as verdicts,
+        ):
+            writer = csv.DictWriter(
+                handle, fieldnames=["question_id", "claim_index", "label", "annotator", "rationale"]
+            )
             writer.writeheader()
             for item in Item.objects.filter(campaign=campaign).select_related("row__question").order_by("position"):
                 qid = item.row.question.qid
                 supported = stated_in_context(item.row, item.claim_index)
                 human = "supported" if supported else "unsupported"
                 rationale = "A chunk states it directly." if supported else "No chunk of the context states this."
-                writer.writerow({"question_id": qid, "claim_index": item.claim_index, "label": human,
-                                 "annotator": rng.choice(PEOPLE), "rationale": rationale if rng.random() < 0.6 else ""})
-                verdicts.write(json.dumps({"question_id": qid, "claim_index": item.claim_index,
-                                           "supported": tuned[(qid, item.claim_index)], "rationale": "tuned prompt v2"}) + "\n")
+                writer.writerow(
+                    {
+                        "question_id": qid,
+                        "claim_index": item.claim_index,
+                        "label": human,
+                        "annotator": rng.choice(PEOPLE),
+                        "rationale": rationale if rng.random() < 0.6 else "",
+                    }
+                )
+                verdicts.write(
+                    json.dumps(
+                        {
+                            "question_id": qid,
+                            "claim_index": item.claim_index,
+                            "supported": tuned[(qid, item.claim_index)],
+                            "rationale": "tuned prompt v2",
+                        }
+                    )
+                    + "\n"
+                )
         result = labels_import(campaign=campaign, path=path)
         lines.append(f"Campaign {LABELLED}: {campaign.items.count()} claims; {result.message}")
         tuned_config = json.loads(paths["tuned_judge"].read_text())
@@ -66,8 +95,9 @@ def load_labelling_demo(paths: dict[str, Path], run: Run) -> list[str]:
         from django.contrib.auth import get_user_model
 
         annotators = get_user_model().objects.filter(username__in=["ann1", "ann2", "ann3"])
-        campaign = campaign_create(run=run, name=OPEN, unit="claim", size=200, heldout_fraction=0.3, overlap=2, seed=7,
-                                   annotators=annotators)
+        campaign = campaign_create(
+            run=run, name=OPEN, unit="claim", size=200, heldout_fraction=0.3, overlap=2, seed=7, annotators=annotators
+        )
         lines.append(f"Campaign {OPEN}: {campaign.items.count()} claims open for ann1, ann2 and ann3 (overlap 2).")
     return lines
 

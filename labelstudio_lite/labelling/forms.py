@@ -18,15 +18,30 @@ class CampaignForm(forms.Form):
     name = forms.CharField(max_length=100, validators=[validate_slug])
     run = forms.ModelChoiceField(queryset=Run.objects.select_related("version__eval_set").order_by("-created_at"))
     unit = forms.ChoiceField(choices=Campaign.Unit.choices, initial=Campaign.Unit.CLAIM)
-    size = forms.IntegerField(min_value=1, initial=200, help_text="At least 200 per judge metric; a size at or above the run's items takes them all.")
-    heldout_fraction = forms.FloatField(min_value=0.0, max_value=1.0, initial=0.3, label="Held-out fraction",
-                                        help_text="Kept aside to re-measure the judge on labels it was never tuned on.")
+    size = forms.IntegerField(
+        min_value=1,
+        initial=200,
+        help_text="At least 200 per judge metric; a size at or above the run's items takes them all.",
+    )
+    heldout_fraction = forms.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        initial=0.3,
+        label="Held-out fraction",
+        help_text="Kept aside to re-measure the judge on labels it was never tuned on.",
+    )
     overlap = forms.IntegerField(min_value=1, max_value=20, initial=1, help_text="Different annotators per item.")
     seed = forms.IntegerField(min_value=0, initial=7, help_text="The same seed gives the same items.")
-    annotators = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.order_by("username"), required=False,
-                                                widget=forms.SelectMultiple(attrs={"size": 5}))
-    judge_question = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
-                                     help_text="The question the judge answers, verbatim; default by unit.")
+    annotators = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.order_by("username"),
+        required=False,
+        widget=forms.SelectMultiple(attrs={"size": 5}),
+    )
+    judge_question = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="The question the judge answers, verbatim; default by unit.",
+    )
     guidance = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
 
@@ -48,7 +63,9 @@ class AdjudicationForm(forms.Form):
 
 
 class LabelImportForm(forms.Form):
-    file = forms.FileField(help_text="CSV or JSON Lines: question_id, claim_index (claim campaigns), label, annotator, rationale.")
+    file = forms.FileField(
+        help_text="CSV or JSON Lines: question_id, claim_index (claim campaigns), label, annotator, rationale."
+    )
 
 
 class AnnotatorsForm(forms.Form):
@@ -72,8 +89,12 @@ class ExportForm(forms.Form):
 
 
 class VerdictImportForm(forms.Form):
-    file = forms.FileField(help_text="CSV or JSON Lines: question_id, claim_index (claim campaigns), supported, rationale.")
-    judge_config = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), help_text="JSON: model, model_version, prompt, temperature, ...")
+    file = forms.FileField(
+        help_text="CSV or JSON Lines: question_id, claim_index (claim campaigns), supported, rationale."
+    )
+    judge_config = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}), help_text="JSON: model, model_version, prompt, temperature, ..."
+    )
 
     def clean_judge_config(self) -> dict:
         try:

@@ -50,8 +50,14 @@ def request_labels_import(*, params: LabelImportParams, user: Any = None, start:
 @register_job_kind(name=IMPORT_LABELS, label="Import labels", params=LabelImportParams)
 def _import_labels(params: LabelImportParams, job: Job, progress: Progress) -> dict[str, Any]:
     campaign = campaign_get(params.campaign)
-    result = labels_import(campaign=campaign, path=Path(params.path), display_name=params.display_name, progress=progress)
-    return {"message": result.message, "created": result.created, "url": reverse("labelling:campaign", args=[campaign.name])}
+    result = labels_import(
+        campaign=campaign, path=Path(params.path), display_name=params.display_name, progress=progress
+    )
+    return {
+        "message": result.message,
+        "created": result.created,
+        "url": reverse("labelling:campaign", args=[campaign.name]),
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,8 +79,15 @@ def request_verdicts_import(*, params: VerdictImportParams, user: Any = None, st
 def _import_verdicts(params: VerdictImportParams, job: Job, progress: Progress) -> dict[str, Any]:
     campaign = campaign_get(params.campaign)
     result = verdicts_import(
-        campaign=campaign, path=Path(params.path), judge_config=params.judge_config, display_name=params.display_name,
+        campaign=campaign,
+        path=Path(params.path),
+        judge_config=params.judge_config,
+        display_name=params.display_name,
         user=job.created_by,
     )
-    return {"message": result.message, "created": result.created, "verdict_set": result.verdict_set.pk,
-            "url": reverse("labelling:report", args=[campaign.name]) + f"?verdicts={result.verdict_set.pk}"}
+    return {
+        "message": result.message,
+        "created": result.created,
+        "verdict_set": result.verdict_set.pk,
+        "url": reverse("labelling:report", args=[campaign.name]) + f"?verdicts={result.verdict_set.pk}",
+    }

@@ -24,7 +24,9 @@ from evalcore.models import Row, Run
 class Authored(models.Model):
     """Who made a record (None from the command line or once the user is deleted), and when."""
 
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -54,15 +56,24 @@ class Campaign(Authored):
     strata = models.JSONField(default=list, blank=True, help_text="Per stratum: available and sampled counts.")
     fit_kappa = models.FloatField(default=0.7, help_text="Judge fit to gate needs kappa at least this.")
     fit_miss_rate = models.FloatField(default=0.15, help_text="... and a failure-class miss rate at most this.")
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="fresh_samples",
-                               help_text="The campaign this one is a fresh held-out sample for.")
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="fresh_samples",
+        help_text="The campaign this one is a fresh held-out sample for.",
+    )
     annotators = models.ManyToManyField(settings.AUTH_USER_MODEL, through="CampaignAnnotator", related_name="campaigns")
 
     class Meta:
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(condition=models.Q(overlap__gte=1), name="campaign_overlap_positive"),
-            models.CheckConstraint(condition=models.Q(heldout_fraction__gte=0) & models.Q(heldout_fraction__lte=1), name="campaign_heldout_fraction_range"),
+            models.CheckConstraint(
+                condition=models.Q(heldout_fraction__gte=0) & models.Q(heldout_fraction__lte=1),
+                name="campaign_heldout_fraction_range",
+            ),
             models.CheckConstraint(condition=models.Q(unit__in=["answer", "claim"]), name="campaign_unit_valid"),
         ]
 
@@ -103,7 +114,9 @@ class ItemQuerySet(models.QuerySet):
         """A slot and a label at once, with no lease before it (an imported label, can't-tell changed
         to a label); False when the item was full."""
         return bool(
-            self.filter(slots_taken__lt=F("overlap")).update(slots_taken=F("slots_taken") + 1, label_count=F("label_count") + 1)
+            self.filter(slots_taken__lt=F("overlap")).update(
+                slots_taken=F("slots_taken") + 1, label_count=F("label_count") + 1
+            )
         )
 
     def give_back_labelled_slot(self) -> bool:
@@ -121,7 +134,9 @@ class Item(models.Model):
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="items")
     row = models.ForeignKey(Row, on_delete=models.PROTECT, related_name="label_items")
-    claim_index = models.PositiveIntegerField(null=True, blank=True, help_text="For claim campaigns: which claim of the answer.")
+    claim_index = models.PositiveIntegerField(
+        null=True, blank=True, help_text="For claim campaigns: which claim of the answer."
+    )
     split = models.CharField(max_length=10, choices=Split.choices)
     stratum = models.CharField(max_length=200, help_text="Question type and judge verdict the item was sampled from.")
     judge_supported = models.BooleanField(help_text="The judge's verdict. Never sent to annotators.")
@@ -138,11 +153,17 @@ class Item(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["campaign", "row", "claim_index"], name="item_claim_unique_in_campaign"),
             models.UniqueConstraint(
-                fields=["campaign", "row"], condition=models.Q(claim_index__isnull=True), name="item_answer_unique_in_campaign"
+                fields=["campaign", "row"],
+                condition=models.Q(claim_index__isnull=True),
+                name="item_answer_unique_in_campaign",
             ),
             models.UniqueConstraint(fields=["campaign", "position"], name="item_position_unique"),
-            models.CheckConstraint(condition=models.Q(slots_taken__lte=models.F("overlap")), name="item_slots_within_overlap"),
-            models.CheckConstraint(condition=models.Q(label_count__lte=models.F("overlap")), name="item_labels_within_overlap"),
+            models.CheckConstraint(
+                condition=models.Q(slots_taken__lte=models.F("overlap")), name="item_slots_within_overlap"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(label_count__lte=models.F("overlap")), name="item_labels_within_overlap"
+            ),
             models.CheckConstraint(condition=models.Q(split__in=["tuning", "heldout"]), name="item_split_valid"),
         ]
         indexes = [models.Index(fields=["campaign", "slots_taken", "position"], name="item_next_idx")]
@@ -213,28 +234,42 @@ class Label(models.Model):
         CANT_TELL = "cant_tell", "Can't tell"
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="labels")
-    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="labels")
-    external_annotator = models.CharField(max_length=150, blank=True, help_text="An annotator who is not a user (imported labels).")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="labels"
+    )
+    external_annotator = models.CharField(
+        max_length=150, blank=True, help_text="An annotator who is not a user (imported labels)."
+    )
     value = models.CharField(max_length=12, choices=Value.choices)
     rationale = models.TextField(blank=True)
     seconds = models.FloatField(null=True, blank=True, help_text="Time from the item being shown to the label.")
-    source = models.CharField(max_length=10, default="ui", choices=[("ui", "Labelling page"), ("api", "API"), ("import", "Import")])
+    source = models.CharField(
+        max_length=10, default="ui", choices=[("ui", "Labelling page"), ("api", "API"), ("import", "Import")]
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["item", "created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["item", "annotator"], condition=models.Q(annotator__isnull=False), name="label_one_per_annotator"),
             models.UniqueConstraint(
-                fields=["item", "external_annotator"], condition=~models.Q(external_annotator=""), name="label_one_per_external_annotator"
+                fields=["item", "annotator"],
+                condition=models.Q(annotator__isnull=False),
+                name="label_one_per_annotator",
+            ),
+            models.UniqueConstraint(
+                fields=["item", "external_annotator"],
+                condition=~models.Q(external_annotator=""),
+                name="label_one_per_external_annotator",
             ),
             models.CheckConstraint(
                 condition=(models.Q(annotator__isnull=False) & models.Q(external_annotator=""))
                 | (models.Q(annotator__isnull=True) & ~models.Q(external_annotator="")),
                 name="label_has_one_annotator",
             ),
-            models.CheckConstraint(condition=models.Q(value__in=["supported", "unsupported", "cant_tell"]), name="label_value_valid"),
+            models.CheckConstraint(
+                condition=models.Q(value__in=["supported", "unsupported", "cant_tell"]), name="label_value_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -301,7 +336,9 @@ class ExportRecord(Authored):
     version = models.PositiveIntegerField()
     fmt = models.CharField(max_length=10)
     options = models.JSONField(default=dict, blank=True)
-    judge_config = models.ForeignKey("evalcore.JudgeConfig", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    judge_config = models.ForeignKey(
+        "evalcore.JudgeConfig", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     item_ids = models.JSONField(default=list)
     heldout_items = models.PositiveIntegerField(default=0)
     content = models.TextField(blank=True, help_text="The exported file, so it can be downloaded again.")
@@ -319,5 +356,7 @@ class RemeasurementView(models.Model):
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="remeasurement_views")
     verdict_set = models.ForeignKey(VerdictSet, on_delete=models.CASCADE, related_name="+")
-    viewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    viewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     viewed_at = models.DateTimeField(default=timezone.now)

@@ -69,7 +69,11 @@ def highlight(answer: str, claim: str) -> str:
     else:
         end = index + len(claim)
     return (
-        html.escape(answer[:index]) + '<mark class="claim">' + html.escape(answer[index:end]) + "</mark>" + html.escape(answer[end:])
+        html.escape(answer[:index])
+        + '<mark class="claim">'
+        + html.escape(answer[index:end])
+        + "</mark>"
+        + html.escape(answer[end:])
     )
 
 
@@ -103,7 +107,9 @@ def annotator_share(*, campaign: Campaign, user: Any) -> Share:
         done=Count("pk", filter=~cant_tell), cant=Count("pk", filter=cant_tell)
     )
     done, cant = labels["done"], labels["cant"]
-    items = Item.objects.filter(campaign=campaign).aggregate(n=Count("pk"), open=Count("pk", filter=Q(label_count__lt=F("overlap"))))
+    items = Item.objects.filter(campaign=campaign).aggregate(
+        n=Count("pk"), open=Count("pk", filter=Q(label_count__lt=F("overlap")))
+    )
     n_items, open_slots = items["n"], items["open"]
     n_annotators = max(1, CampaignAnnotator.objects.filter(campaign=campaign).count())
     per_person = -(-n_items * campaign.overlap // n_annotators)
@@ -155,7 +161,9 @@ def final_labels(campaign: Campaign) -> dict[int, FinalLabel]:
     a tie is a ``conflict`` until an eval owner adjudicates it. Can't-tell answers are not votes.
     """
     votes: dict[int, Counter] = defaultdict(Counter)
-    for item_id, value in Label.objects.filter(item__campaign=campaign, value__in=COUNTED).values_list("item_id", "value"):
+    for item_id, value in Label.objects.filter(item__campaign=campaign, value__in=COUNTED).values_list(
+        "item_id", "value"
+    ):
         votes[item_id][value] += 1
     adjudicated = dict(Adjudication.objects.filter(item__campaign=campaign).values_list("item_id", "value"))
     out: dict[int, FinalLabel] = {}
@@ -221,7 +229,11 @@ class Disagreement:
 def disagreements(campaign: Campaign) -> list[Disagreement]:
     """Every item whose annotators disagree, with their labels (not can't-tell) and its final label."""
     finals = final_labels(campaign)
-    labels = Prefetch("labels", queryset=Label.objects.select_related("annotator").exclude(value=Label.Value.CANT_TELL), to_attr="counted")
+    labels = Prefetch(
+        "labels",
+        queryset=Label.objects.select_related("annotator").exclude(value=Label.Value.CANT_TELL),
+        to_attr="counted",
+    )
     return [
         Disagreement(item=item, view=blind_item(item), labels=item.counted, final=finals.get(item.pk))
         for item in disagreement_items(campaign).prefetch_related(labels)
@@ -332,7 +344,9 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
         splits.append(SplitProgress(split, name, total, complete, complete / total if total else None))
     labels = Label.objects.filter(item__campaign=campaign)
     seconds_of: dict[tuple[str | None, str], list[float]] = defaultdict(list)
-    for username, external, seconds in labels.filter(seconds__isnull=False).values_list("annotator__username", "external_annotator", "seconds"):
+    for username, external, seconds in labels.filter(seconds__isnull=False).values_list(
+        "annotator__username", "external_annotator", "seconds"
+    ):
         seconds_of[(username, external)].append(seconds)
     people = []
     for row in (
@@ -344,10 +358,14 @@ def campaign_progress(campaign: Campaign) -> CampaignProgress:
         .order_by("annotator__username", "external_annotator")
     ):
         seconds = seconds_of.get((row["annotator__username"], row["external_annotator"]))
-        people.append(PersonProgress(
-            name=row["annotator__username"] or f"{row['external_annotator']} (external)", labels=row["n"], cant_tell=row["cant"],
-            median_seconds=statistics.median(seconds) if seconds else None,
-        ))
+        people.append(
+            PersonProgress(
+                name=row["annotator__username"] or f"{row['external_annotator']} (external)",
+                labels=row["n"],
+                cant_tell=row["cant"],
+                median_seconds=statistics.median(seconds) if seconds else None,
+            )
+        )
     assigned = tuple(CampaignAnnotator.objects.filter(campaign=campaign).values_list("user__username", flat=True))
     named = {p.name for p in people}
     people.extend(PersonProgress(username, 0, 0, None) for username in assigned if username not in named)
@@ -381,8 +399,10 @@ class AnnotatorAgreement(Result):
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: undefined kappas and alpha are None."""
         return {
-            "pairs": [{**p, "kappa": _none_if_nan(p["kappa"])} for p in self.pairs], "alpha": _none_if_nan(self.alpha),
-            "overlapping_items": self.overlapping_items, "disagreeing_items": self.disagreeing_items,
+            "pairs": [{**p, "kappa": _none_if_nan(p["kappa"])} for p in self.pairs],
+            "alpha": _none_if_nan(self.alpha),
+            "overlapping_items": self.overlapping_items,
+            "disagreeing_items": self.disagreeing_items,
         }
 
 
@@ -390,9 +410,9 @@ def annotator_agreement(campaign: Campaign) -> AnnotatorAgreement:
     """Pairwise Cohen's kappa and Krippendorff's alpha over items labelled by more than one person."""
     by_person: dict[str, dict[int, str]] = defaultdict(dict)
     by_item: dict[int, list[str]] = defaultdict(list)
-    for item_id, username, external, value in Label.objects.filter(item__campaign=campaign, value__in=COUNTED).values_list(
-        "item_id", "annotator__username", "external_annotator", "value"
-    ):
+    for item_id, username, external, value in Label.objects.filter(
+        item__campaign=campaign, value__in=COUNTED
+    ).values_list("item_id", "annotator__username", "external_annotator", "value"):
         person = username or f"{external} (external)"
         by_person[person][item_id] = value
         by_item[item_id].append(value)

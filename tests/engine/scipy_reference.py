@@ -6,7 +6,9 @@ import numpy as np
 from scipy import stats
 
 
-def scipy_paired_bootstrap(base, cand, *, confidence: float = 0.95, seed: int = 0, n_resamples: int = 10_000, batch: int | None = None):
+def scipy_paired_bootstrap(
+    base, cand, *, confidence: float = 0.95, seed: int = 0, n_resamples: int = 10_000, batch: int | None = None
+):
     """Return SciPy's percentile interval ``(low, high)`` of the mean of ``cand - base``, paired by position.
 
     ``batch`` bounds how many resamples SciPy holds at once (its memory), as in ``scipy.stats.bootstrap``.

@@ -14,8 +14,10 @@ import random
 def recall_at_k(ranked, gold, k):
     return len(set(ranked[:k]) & gold) / len(gold)
 
+
 def precision_at_k(ranked, gold, k):
     return len(set(ranked[:k]) & gold) / k
+
 
 def reciprocal_rank(ranked, gold):
     for i, doc in enumerate(ranked, start=1):
@@ -23,12 +25,12 @@ def reciprocal_rank(ranked, gold):
             return 1.0 / i
     return 0.0
 
+
 def ndcg_at_k(ranked, grades, k):
     """grades: doc -> graded relevance (0, 1, 2, 3)."""
-    dcg = sum((2 ** grades.get(d, 0) - 1) / math.log2(i + 1)
-              for i, d in enumerate(ranked[:k], start=1))
+    dcg = sum((2 ** grades.get(d, 0) - 1) / math.log2(i + 1) for i, d in enumerate(ranked[:k], start=1))
     ideal = sorted(grades.values(), reverse=True)[:k]
-    idcg = sum((2 ** g - 1) / math.log2(i + 1) for i, g in enumerate(ideal, start=1))
+    idcg = sum((2**g - 1) / math.log2(i + 1) for i, g in enumerate(ideal, start=1))
     return dcg / idcg if idcg else 0.0
 
 
@@ -39,6 +41,7 @@ def cohen_kappa(a, b):
     pa, pb = sum(a) / n, sum(b) / n
     expected = pa * pb + (1 - pa) * (1 - pb)
     return (observed - expected) / (1 - expected)
+
 
 def paired_bootstrap(base, cand, iters=10_000, seed=7):
     """base, cand: per-question scores for the same questions, same order."""

@@ -30,7 +30,9 @@ def ranked_list(draw, *, pool_size: int = 12, duplicates: bool = False, min_size
 
 
 @st.composite
-def question(draw, *, duplicates: bool = False, zero_grades: bool = False, answerable: bool = True, pool_size: int = 12):
+def question(
+    draw, *, duplicates: bool = False, zero_grades: bool = False, answerable: bool = True, pool_size: int = 12
+):
     """(ranked, gold) for one question."""
     gold = draw(graded_gold(pool_size=pool_size, zero_grades=zero_grades, answerable=answerable))
     ranked = draw(ranked_list(pool_size=pool_size, duplicates=duplicates))

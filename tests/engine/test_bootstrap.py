@@ -224,7 +224,10 @@ def test_the_same_seed_gives_the_identical_result(method):
 def test_different_seeds_generally_give_different_intervals(method):
     rng = np.random.default_rng(2)
     base, cand = rng.random(300), rng.random(300)
-    results = {(r.low, r.high) for r in (paired_bootstrap(base, cand, seed=s, method=method, iterations=2000) for s in range(5))}
+    results = {
+        (r.low, r.high)
+        for r in (paired_bootstrap(base, cand, seed=s, method=method, iterations=2000) for s in range(5))
+    }
     assert len(results) >= 4
 
 

@@ -52,7 +52,9 @@ def test_numpydoc_sections(name, obj):
         assert _section(doc, "Returns") is not None, f"{name}: no Returns section"
 
 
-@pytest.mark.parametrize(("name", "obj"), [(n, o) for n, o in PUBLIC if inspect.isclass(o)], ids=lambda x: getattr(x, "__name__", x))
+@pytest.mark.parametrize(
+    ("name", "obj"), [(n, o) for n, o in PUBLIC if inspect.isclass(o)], ids=lambda x: getattr(x, "__name__", x)
+)
 def test_public_methods_and_properties_have_docstrings(name, obj):
     for attr, value in vars(obj).items():
         if attr.startswith("_"):

@@ -78,7 +78,10 @@ def test_string_codes_are_equal_exactly_when_the_ids_are(seed):
             length = rng.randint(0, 20)
             pool = ["".join(rng.choice(alphabet[:6]) for _ in range(length)) for _ in range(rng.randint(1, 20))]
         else:
-            pool = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, rng.choice([3, 12, 30])))) for _ in range(rng.randint(1, 20))]
+            pool = [
+                "".join(rng.choice(alphabet) for _ in range(rng.randint(0, rng.choice([3, 12, 30]))))
+                for _ in range(rng.randint(1, 20))
+            ]
         ids = [rng.choice(pool) for _ in range(rng.randint(1, 60))]
         questions = rng.choice([1, 1000, 2**40])
         codes = _string_codes([([ids], None)], len(ids), questions)
@@ -143,8 +146,6 @@ def test_encode_retrieval_codes_many_questions_as_pandas_factorize_would(seed, o
     assert _same_partition(np.concatenate([encoded.ranked_docs, encoded.gold_docs]), ids)
     assert encoded.ranked_offsets.tolist() == np.cumsum([0] + [len(r) for r in ranked]).tolist()
     assert encoded.gold_grades.tolist() == [float(v) for g in gold for v in g.values()]
-
-
 
 
 def test_encode_retrieval_lays_out_ranked_and_gold_as_compressed_rows():

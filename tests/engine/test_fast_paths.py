@@ -88,7 +88,12 @@ def test_gate_frame_on_one_pool_equals_gate_one_by_one():
     for decision in report.decisions:
         mask = np.ones(n, bool) if decision.slice == "all" else (base["kind"] == decision.slice).to_numpy()
         direct = gate(
-            decision.metric, base.loc[mask, decision.metric], cand.loc[mask, decision.metric],
-            iterations=2000, seed=5, slice=decision.slice, threads=1,
+            decision.metric,
+            base.loc[mask, decision.metric],
+            cand.loc[mask, decision.metric],
+            iterations=2000,
+            seed=5,
+            slice=decision.slice,
+            threads=1,
         )
         assert decision == direct

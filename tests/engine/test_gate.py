@@ -131,7 +131,10 @@ def test_gate_review_message_says_inconclusive():
     decision = gate("faithfulness", base, cand, margin=0.0)
     assert decision.status == "review"
     assert decision.message.startswith("faithfulness: inconclusive ")
-    assert decision.message == f"faithfulness: inconclusive {decision.mean:+.3f} [{decision.low:+.3f}, {decision.high:+.3f}]"
+    assert (
+        decision.message
+        == f"faithfulness: inconclusive {decision.mean:+.3f} [{decision.low:+.3f}, {decision.high:+.3f}]"
+    )
 
 
 def test_gate_for_a_metric_where_lower_is_better_blocks_a_real_increase():
@@ -188,15 +191,21 @@ def test_gate_frame_decides_every_metric_overall_and_per_slice():
     assert isinstance(report, GateReport)
     keys = [(d.metric, d.slice) for d in report.decisions]
     assert keys == [
-        ("recall@5", "all"), ("recall@5", "prose"), ("recall@5", "table"),
-        ("faithfulness", "all"), ("faithfulness", "prose"), ("faithfulness", "table"),
+        ("recall@5", "all"),
+        ("recall@5", "prose"),
+        ("recall@5", "table"),
+        ("faithfulness", "all"),
+        ("faithfulness", "prose"),
+        ("faithfulness", "table"),
     ]
     status = {(d.metric, d.slice): d.status for d in report.decisions}
     assert status[("recall@5", "all")] == "pass"
     assert status[("faithfulness", "table")] == "block"
     assert status[("faithfulness", "prose")] == "pass"
     assert report.overall == "block"
-    assert [(d.metric, d.slice) for d in report.blocking()] == [(d.metric, d.slice) for d in report.decisions if d.status == "block"]
+    assert [(d.metric, d.slice) for d in report.blocking()] == [
+        (d.metric, d.slice) for d in report.decisions if d.status == "block"
+    ]
     assert report.n_paired == 120
     assert report.notes == ()
 
@@ -205,7 +214,14 @@ def test_gate_frame_decisions_equal_gate_on_the_same_pairs():
     base, cand = make_frames()
     report = gate_frame(base, cand, slice_by="kind", iterations=2000, seed=3)
     tables = base["kind"] == "table"
-    direct = gate("faithfulness", base.loc[tables, "faithfulness"], cand.loc[tables, "faithfulness"], iterations=2000, seed=3, slice="table")
+    direct = gate(
+        "faithfulness",
+        base.loc[tables, "faithfulness"],
+        cand.loc[tables, "faithfulness"],
+        iterations=2000,
+        seed=3,
+        slice="table",
+    )
     framed = next(d for d in report.decisions if (d.metric, d.slice) == ("faithfulness", "table"))
     assert framed == direct
 

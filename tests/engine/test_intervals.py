@@ -16,7 +16,9 @@ RESULTS = {
     "paired_bootstrap": lambda: engine.paired_bootstrap([0, 1, 1, 0] * 10, [1, 1, 1, 0] * 10, iterations=200),
     "proportion_interval": lambda: engine.proportion_interval(22, 50),
     "kappa_interval": lambda: engine.kappa_interval(spec.SPEC_HUMAN, spec.SPEC_JUDGE),
-    "binary_agreement.miss_rate_interval": lambda: engine.binary_agreement(spec.SPEC_HUMAN, spec.SPEC_JUDGE).miss_rate_interval,
+    "binary_agreement.miss_rate_interval": lambda: (
+        engine.binary_agreement(spec.SPEC_HUMAN, spec.SPEC_JUDGE).miss_rate_interval
+    ),
     "kappa_bootstrap": lambda: kappa_bootstrap([[142, 8], [22, 28]], iterations=200),
     "corrected_pass_rate": lambda: corrected_pass_rate(
         run_passes=82, run_total=100, strata=[Stratum(True, 40, 36), Stratum(False, 20, 4)], iterations=200

@@ -127,7 +127,9 @@ def test_codes_at_the_ends_of_int64_are_scored_exactly():
     extreme = np.array([-(2**62), 2**62, 5], dtype=np.int64)
     encoded = EncodedRetrieval(extreme, np.array([0, 3]), extreme[[1]], np.array([1.0]), np.array([0, 1]))
     assert score_encoded(encoded, 3)["rr"].tolist() == [0.5]  # (the flat kernel cannot key these)
-    wide = EncodedRetrieval(np.array([3, 2**40, 7]), np.array([0, 3]), np.array([2**40]), np.array([1.0]), np.array([0, 1]))
+    wide = EncodedRetrieval(
+        np.array([3, 2**40, 7]), np.array([0, 3]), np.array([2**40]), np.array([1.0]), np.array([0, 1])
+    )
     assert _score_dense(wide, np.array([3]), ALL_METRICS, "exponential") is not None
     assert score_encoded(wide, 3)["rr"].tolist() == [0.5]
 
@@ -140,5 +142,3 @@ def test_uneven_lists_take_the_flat_kernel_with_the_same_numbers():
     out = score_encoded(encoded, 5, metrics=ALL_METRICS)
     assert out["rr"][0] == 1.0 and out["rr"][1] == 0.5
     assert_identical(out, _score_flat(encoded, np.full(51, 5), ALL_METRICS, "exponential"))
-
-

@@ -42,7 +42,9 @@ def _status_literals():
             id(node.body[0].value)
             for node in ast.walk(tree)
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
         }
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and node.value in STATUSES and id(node) not in docstrings:
@@ -80,9 +82,18 @@ def test_retrieval_metric_names_are_the_columns_score_retrieval_writes():
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("recall@5", True), ("precision@10", True), ("rr", True), ("rr@5", True), ("ndcg@k", True),
-        ("ndcg", True), ("faithfulness", False), ("abstention", False), ("recall_5", False),
-        ("mrr", False), ("", False), ("ndcg_linear@5", False),
+        ("recall@5", True),
+        ("precision@10", True),
+        ("rr", True),
+        ("rr@5", True),
+        ("ndcg@k", True),
+        ("ndcg", True),
+        ("faithfulness", False),
+        ("abstention", False),
+        ("recall_5", False),
+        ("mrr", False),
+        ("", False),
+        ("ndcg_linear@5", False),
     ],
 )
 def test_is_retrieval_metric(name, expected):

@@ -195,7 +195,9 @@ def test_batch_scorer_handles_each_awkward_case(entry, kernel_name):
     gold = [{"a": 2, "c": 1}, {"z": 0, "b": 3}, {}, {"a": 0}, {"a": 1}, {"a": 1}]
     ks = [3, 2, 5, 5, 0, 4]
     with kernel(kernel_name):
-        frame, values = batch_column(entry, ranked, gold, ks, k_label=5, declined=[False, False, True, False, True, False])
+        frame, values = batch_column(
+            entry, ranked, gold, ks, k_label=5, declined=[False, False, True, False, True, False]
+        )
     for i in (0, 1, 5):
         assert values[i] == pytest.approx(entry.score(ranked[i], gold[i], ks[i])), i
     assert math.isnan(values[2])

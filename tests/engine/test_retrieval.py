@@ -135,9 +135,13 @@ def test_a_plain_set_of_gold_ids_means_grade_one_for_each():
 def test_the_gains_agree_on_binary_grades_and_differ_on_graded_ones():
     ranked = ["x", "a", "b", "c"]
     binary = {"a": 1, "b": 1, "c": 1, "d": 1}
-    assert ndcg_at_k(ranked, binary, 4, gain="linear") == pytest.approx(ndcg_at_k(ranked, binary, 4, gain="exponential"))
+    assert ndcg_at_k(ranked, binary, 4, gain="linear") == pytest.approx(
+        ndcg_at_k(ranked, binary, 4, gain="exponential")
+    )
     graded = {"a": 1, "b": 3, "d": 2}
-    assert ndcg_at_k(ranked, graded, 4, gain="linear") != pytest.approx(ndcg_at_k(ranked, graded, 4, gain="exponential"))
+    assert ndcg_at_k(ranked, graded, 4, gain="linear") != pytest.approx(
+        ndcg_at_k(ranked, graded, 4, gain="exponential")
+    )
 
 
 def test_linear_gain_ndcg_matches_a_hand_computation():
@@ -302,7 +306,9 @@ def test_batch_scorer_refuses_grades_the_per_question_functions_refuse():
 def test_batch_scorer_accepts_any_real_grade_the_per_question_functions_accept():
     from fractions import Fraction
 
-    frame = score_retrieval([["a", "b"]], [{"a": Fraction(1, 2), "b": np.float32(1.5)}], 2, metrics=["ndcg"], gain="linear")
+    frame = score_retrieval(
+        [["a", "b"]], [{"a": Fraction(1, 2), "b": np.float32(1.5)}], 2, metrics=["ndcg"], gain="linear"
+    )
     assert frame["ndcg@2"].iloc[0] == pytest.approx(ndcg_at_k(["a", "b"], {"a": 0.5, "b": 1.5}, 2, gain="linear"))
 
 
@@ -456,7 +462,10 @@ def test_batch_scores_do_not_depend_on_the_order_of_questions(batch, rnd):
     rnd.shuffle(order)
     frame = score_retrieval(ranked, gold, ks, metrics=ALL_METRICS, question_ids=list(range(len(ranked))))
     shuffled = score_retrieval(
-        [ranked[i] for i in order], [gold[i] for i in order], [ks[i] for i in order], metrics=ALL_METRICS,
+        [ranked[i] for i in order],
+        [gold[i] for i in order],
+        [ks[i] for i in order],
+        metrics=ALL_METRICS,
         question_ids=order,
     )
     pd.testing.assert_frame_equal(frame.loc[order], shuffled)

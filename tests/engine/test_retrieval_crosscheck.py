@@ -43,7 +43,10 @@ def qid(i: int) -> str:
 
 def as_run(ranked_lists: list[list[str]]) -> dict[str, dict[str, float]]:
     """Strictly decreasing scores in list order, so score order is the list order."""
-    return {qid(i): {doc: float(len(ranked) - rank) for rank, doc in enumerate(ranked)} for i, ranked in enumerate(ranked_lists)}
+    return {
+        qid(i): {doc: float(len(ranked) - rank) for rank, doc in enumerate(ranked)}
+        for i, ranked in enumerate(ranked_lists)
+    }
 
 
 def as_qrels(golds: list[dict[str, int]]) -> dict[str, dict[str, int]]:
@@ -58,7 +61,8 @@ def trec_eval(ranked_lists, golds) -> dict[str, dict[str, float]]:
 all_zero_gold = graded_gold(pool_size=16, answerable=False).filter(bool)  # judged, nothing relevant
 answerable_batch = st.lists(
     st.tuples(ranked_list(pool_size=16, max_size=14), graded_gold(pool_size=16, zero_grades=True) | all_zero_gold),
-    min_size=1, max_size=20,
+    min_size=1,
+    max_size=20,
 )
 # ranx: at least one retrieved id per question (a missing query takes another compiled path)
 ranx_batch = st.lists(
@@ -220,7 +224,12 @@ def test_compiled_ranx_equals_the_engine_and_interpreted_ranx(ranx_ready):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     result = subprocess.run(
         [sys.executable, "-m", "tests.engine.ranx_reference"],
-        input=payload, capture_output=True, text=True, cwd=ROOT, env=env, timeout=1200,
+        input=payload,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=1200,
     )
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)

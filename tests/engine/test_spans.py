@@ -73,7 +73,9 @@ def test_a_span_mapping_without_grade_means_grade_one():
 
 def test_chunk_objects_mappings_and_tuples_build_the_same_map():
     objects = ChunkMap([Chunk("c1", "doc", 0, 100), Chunk("c2", "doc", 100, 200)])
-    mappings = ChunkMap([{"id": "c1", "doc": "doc", "start": 0, "end": 100}, {"chunk_id": "c2", "doc": "doc", "start": 100, "end": 200}])
+    mappings = ChunkMap(
+        [{"id": "c1", "doc": "doc", "start": 0, "end": 100}, {"chunk_id": "c2", "doc": "doc", "start": 100, "end": 200}]
+    )
     spans = [("doc", 90, 110, 1)]
     assert objects.chunk_grades(spans) == mappings.chunk_grades(spans) == {"c1": 1.0, "c2": 1.0}
 
@@ -81,7 +83,9 @@ def test_chunk_objects_mappings_and_tuples_build_the_same_map():
 def test_chunk_map_sorts_chunks_given_in_any_order():
     shuffled = [CHUNKS[2], CHUNKS[0], CHUNKS[3], CHUNKS[1]]
     spans = [("doc", 90, 210, 1)]
-    assert map_spans_to_chunks(spans, shuffled) == map_spans_to_chunks(spans, CHUNKS) == {"c1": 1.0, "c2": 1.0, "c3": 1.0}
+    assert (
+        map_spans_to_chunks(spans, shuffled) == map_spans_to_chunks(spans, CHUNKS) == {"c1": 1.0, "c2": 1.0, "c3": 1.0}
+    )
 
 
 def test_overlapping_chunks_are_each_matched():

@@ -67,7 +67,10 @@ def test_spec_example_batch_scorer_gives_the_same_four_numbers():
 
 def test_spec_example_batch_scorer_reproduces_both_what_ifs():
     frame = engine.score_retrieval(
-        [["d2", "d7", "d9", "d4", "d1"], ["d7", "d2", "d5", "d4", "d1"]], [SPEC_GRADES, SPEC_GRADES], 5, metrics=["ndcg"]
+        [["d2", "d7", "d9", "d4", "d1"], ["d7", "d2", "d5", "d4", "d1"]],
+        [SPEC_GRADES, SPEC_GRADES],
+        5,
+        metrics=["ndcg"],
     )
     assert [round(float(x), 3) for x in frame["ndcg@5"]] == [0.791, 0.676]
 

@@ -48,16 +48,27 @@ def test_integer_weights_equal_replicating_each_stratums_items():
     assert result.miss_rate.estimate == pytest.approx(replicated[1, 0] / replicated[1].sum())
 
 
-def population_and_sample(rng, *, n_pass_verdicts=4000, n_fail_verdicts=500, miss=0.36, false_fail=0.03,
-                          people_fail=0.12, sample_pass=180, sample_fail=60):
+def population_and_sample(
+    rng,
+    *,
+    n_pass_verdicts=4000,
+    n_fail_verdicts=500,
+    miss=0.36,
+    false_fail=0.03,
+    people_fail=0.12,
+    sample_pass=180,
+    sample_fail=60,
+):
     """A judge with known error rates, and a campaign that over-samples its rare "fail" verdict."""
     # population: items by (people, judge); the judge passes `miss` of people's failures
     people_fail_n = int(people_fail * (n_pass_verdicts + n_fail_verdicts))
     missed = int(round(miss * people_fail_n))
     caught = people_fail_n - missed
     false_fails = n_fail_verdicts - caught
-    strata = {PASS: [(PASS, PASS)] * (n_pass_verdicts - missed) + [(FAIL, PASS)] * missed,
-              FAIL: [(PASS, FAIL)] * false_fails + [(FAIL, FAIL)] * caught}
+    strata = {
+        PASS: [(PASS, PASS)] * (n_pass_verdicts - missed) + [(FAIL, PASS)] * missed,
+        FAIL: [(PASS, FAIL)] * false_fails + [(FAIL, FAIL)] * caught,
+    }
     true_miss = missed / people_fail_n
     tables, weights = [], []
     for verdict, size in ((PASS, sample_pass), (FAIL, sample_fail)):

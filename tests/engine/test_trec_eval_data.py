@@ -127,12 +127,22 @@ def test_single_functions_reproduce_every_per_query_value_of_trec_eval(data, top
 @pytest.mark.parametrize("k", [5, 10])
 def test_batch_scorer_reproduces_every_per_query_and_overall_value_at_k(data, k):
     topics, ranked, gold, expected = data
-    frame = score_retrieval(ranked, gold, k, question_ids=topics, metrics=["recall", "precision", "rr", "ndcg"], gain="linear")
-    columns = {f"recall@{k}": f"recall_{k}", f"precision@{k}": f"P_{k}", "rr": "recip_rank", f"ndcg@{k}": f"ndcg_cut_{k}"}
+    frame = score_retrieval(
+        ranked, gold, k, question_ids=topics, metrics=["recall", "precision", "rr", "ndcg"], gain="linear"
+    )
+    columns = {
+        f"recall@{k}": f"recall_{k}",
+        f"precision@{k}": f"P_{k}",
+        "rr": "recip_rank",
+        f"ndcg@{k}": f"ndcg_cut_{k}",
+    }
     for topic in topics:
         assert frame.loc[topic, "n_relevant"] == expected[topic]["num_rel"]
         for column, measure in columns.items():
-            assert round(float(frame.loc[topic, column]), 4) == pytest.approx(expected[topic][measure], abs=1e-9), (topic, measure)
+            assert round(float(frame.loc[topic, column]), 4) == pytest.approx(expected[topic][measure], abs=1e-9), (
+                topic,
+                measure,
+            )
     summary = summarize_retrieval(frame)
     for column, measure in columns.items():
         assert round(summary.means[column], 4) == pytest.approx(expected["all"][measure], abs=1e-9), measure
@@ -140,7 +150,9 @@ def test_batch_scorer_reproduces_every_per_query_and_overall_value_at_k(data, k)
 
 def test_batch_scorer_reproduces_ndcg_over_the_full_list(data):
     topics, ranked, gold, expected = data
-    frame = score_retrieval(ranked, gold, [len(r) for r in ranked], question_ids=topics, metrics=["ndcg"], gain="linear", k_label="full")
+    frame = score_retrieval(
+        ranked, gold, [len(r) for r in ranked], question_ids=topics, metrics=["ndcg"], gain="linear", k_label="full"
+    )
     for topic in topics:
         assert round(float(frame.loc[topic, "ndcg@full"]), 4) == pytest.approx(expected[topic]["ndcg"], abs=1e-9)
     assert round(summarize_retrieval(frame).means["ndcg@full"], 4) == pytest.approx(expected["all"]["ndcg"], abs=1e-9)
@@ -153,7 +165,10 @@ def test_trec_eval_all_row_is_the_mean_over_queries(data):
         per_query = [v[measure] for v in values]
         assert round(float(np.mean(per_query)), 4) == pytest.approx(expected["all"][measure], abs=1e-9), measure
     # and not, say, pooled over documents: pooled recall@10 would be num_rel_ret@10 / 561
-    pooled = sum(len(set(r[:10]) & {d for d, g in q.items() if g > 0}) for r, q in zip(ranked, gold, strict=True)) / expected["all"]["num_rel"]
+    pooled = (
+        sum(len(set(r[:10]) & {d for d, g in q.items() if g > 0}) for r, q in zip(ranked, gold, strict=True))
+        / expected["all"]["num_rel"]
+    )
     assert not math.isclose(round(pooled, 4), expected["all"]["recall_10"])
 
 

@@ -68,7 +68,11 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     """The environment for a separate process of this project, on the test database."""
     import os
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "PYTEST", "DJANGO_SETTINGS"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DATABASE_URL", "CELERY_", "PYTEST", "DJANGO_SETTINGS"))
+    }
     env.update({"DATABASE_URL": url_of_the_test_database(), "DJANGO_SETTINGS_MODULE": "labelstudio_lite.settings"})
     env.update(extra)
     return env
@@ -134,11 +138,17 @@ def write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
 def synthetic(db, tmp_path):
     """40 questions; baseline faithfulness 0.5 everywhere. Candidates: same (pass), worse (block), mixed (review)."""
     n = 40
-    questions = [{"id": f"s{i:02d}", "question": f"Question {i}?", "type": "a" if i % 2 else "b", "gold": [{"doc": f"d{i}"}]} for i in range(n)]
+    questions = [
+        {"id": f"s{i:02d}", "question": f"Question {i}?", "type": "a" if i % 2 else "b", "gold": [{"doc": f"d{i}"}]}
+        for i in range(n)
+    ]
     make_eval_set(folder=tmp_path, questions=questions, name="syn")
 
     def make(name, supported_of, judge=JUDGE):
-        rows = [{"id": f"s{i:02d}", "retrieved": [f"d{i}"], "context_ids": [f"d{i}"], "claims": claims(supported_of(i))} for i in range(n)]
+        rows = [
+            {"id": f"s{i:02d}", "retrieved": [f"d{i}"], "context_ids": [f"d{i}"], "claims": claims(supported_of(i))}
+            for i in range(n)
+        ]
         return make_run(folder=tmp_path, rows=rows, evalset="syn", name=name, k=1, judge_config=judge)
 
     return {

@@ -69,7 +69,10 @@ def test_api_uploads_run_as_jobs_on_an_in_process_worker_through_the_broker(sett
 
     task_prerun.connect(record, weak=False)
     try:
-        with own_queue(settings) as queue, start_worker(app, pool="solo", perform_ping_check=False, queues=[queue], shutdown_timeout=30):
+        with (
+            own_queue(settings) as queue,
+            start_worker(app, pool="solo", perform_ping_check=False, queues=[queue], shutdown_timeout=30),
+        ):
             good = SimpleUploadedFile("questions.jsonl", "".join(json.dumps(q) + "\n" for q in QUESTIONS).encode())
             response = client.post("/api/evalsets/import/", {"file": good, "name": "support"})
             assert response.status_code == 202
@@ -102,14 +105,37 @@ def test_a_separate_celery_worker_process_runs_a_job_on_the_test_database(settin
     with own_queue(settings) as queue:
         env = subprocess_env(CELERY_BROKER_URL=os.environ["CELERY_BROKER_URL"], CELERY_TASK_ALWAYS_EAGER="0")
         worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "labelstudio_lite", "worker", "--pool", "solo", "--concurrency", "1",
-             "-Q", queue, "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "labelstudio_lite",
+                "worker",
+                "--pool",
+                "solo",
+                "--concurrency",
+                "1",
+                "-Q",
+                queue,
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             job = request_run_import(
-                params=RunImportParams(path=str(rows), evalset="support", name="from-worker", k=3, display_name="rows.jsonl"),
-                user=owner, start=False,
+                params=RunImportParams(
+                    path=str(rows), evalset="support", name="from-worker", k=3, display_name="rows.jsonl"
+                ),
+                user=owner,
+                start=False,
             )
             run_job.delay(job.pk)
             finished = wait_for(job.pk, timeout=120)

@@ -38,10 +38,22 @@ def demo(db, tmp_path):
     """The demo eval set and its two runs, imported through the real import path (as load_demo does)."""
     paths = make_demo_eval_set(folder=tmp_path / "demo")
     judge = demo_judge(paths)
-    base = run_import(path=paths["base_rows"], evalset="support-qa@1", name="chunks-512", k=5, judge_config=judge,
-                      chunks_path=paths["base_chunks"]).run
-    cand = run_import(path=paths["cand_rows"], evalset="support-qa@1", name="chunks-256-rerank", k=5, judge_config=judge,
-                      chunks_path=paths["cand_chunks"]).run
+    base = run_import(
+        path=paths["base_rows"],
+        evalset="support-qa@1",
+        name="chunks-512",
+        k=5,
+        judge_config=judge,
+        chunks_path=paths["base_chunks"],
+    ).run
+    cand = run_import(
+        path=paths["cand_rows"],
+        evalset="support-qa@1",
+        name="chunks-256-rerank",
+        k=5,
+        judge_config=judge,
+        chunks_path=paths["cand_chunks"],
+    ).run
     return {"paths": paths, "base": base, "cand": cand, "judge": judge}
 
 
@@ -83,7 +95,9 @@ def test_every_metric_and_slice_gets_a_logged_decision(demo):
 
 
 def test_without_slices_only_overall_decisions_are_made(demo):
-    comparison = compare_runs(base=demo["base"], candidate=demo["cand"], slice_by=None, metrics=["faithfulness", "recall@5"]).comparison
+    comparison = compare_runs(
+        base=demo["base"], candidate=demo["cand"], slice_by=None, metrics=["faithfulness", "recall@5"]
+    ).comparison
     assert sorted(comparison.decisions.values_list("metric", "slice")) == [("faithfulness", "all"), ("recall@5", "all")]
 
 
@@ -125,9 +139,14 @@ def test_a_run_is_not_compared_with_itself(demo):
 
 
 def test_judge_metrics_are_not_compared_across_judge_configs_but_retrieval_still_is(demo):
-    rescored = run_import(path=demo["paths"]["cand_rows"], evalset="support-qa@1", name="new-judge", k=5,
-                          judge_config={**demo["judge"], "model_version": "2026-09"},
-                          chunks_path=demo["paths"]["cand_chunks"]).run
+    rescored = run_import(
+        path=demo["paths"]["cand_rows"],
+        evalset="support-qa@1",
+        name="new-judge",
+        k=5,
+        judge_config={**demo["judge"], "model_version": "2026-09"},
+        chunks_path=demo["paths"]["cand_chunks"],
+    ).run
     assert rescored.judge_config_id != demo["base"].judge_config_id
     outcome = compare_runs(base=demo["base"], candidate=rescored)
     comparison = outcome.comparison
@@ -141,8 +160,14 @@ def test_judge_metrics_are_not_compared_across_judge_configs_but_retrieval_still
 
 
 def test_asking_only_for_a_judge_metric_across_judges_is_refused_with_what_to_do(demo):
-    rescored = run_import(path=demo["paths"]["cand_rows"], evalset="support-qa@1", name="new-judge", k=5,
-                          judge_config={**demo["judge"], "temperature": 0.7}, chunks_path=demo["paths"]["cand_chunks"]).run
+    rescored = run_import(
+        path=demo["paths"]["cand_rows"],
+        evalset="support-qa@1",
+        name="new-judge",
+        k=5,
+        judge_config={**demo["judge"], "temperature": 0.7},
+        chunks_path=demo["paths"]["cand_chunks"],
+    ).run
     with pytest.raises(ComparisonRefused) as excinfo:
         compare_runs(base=demo["base"], candidate=rescored, metrics=["faithfulness"])
     assert "nothing to compare" in str(excinfo.value) and "Re-score the baseline" in str(excinfo.value)
@@ -160,8 +185,15 @@ def test_runs_that_answered_no_question_in_common_are_refused(demo, tmp_path):
 
 def test_a_partial_candidate_is_paired_on_the_questions_both_answered(demo, tmp_path):
     rows = [json.loads(line) for line in demo["paths"]["cand_rows"].read_text().splitlines()][:150]
-    partial = make_run(folder=tmp_path, rows=rows, evalset="support-qa", name="partial", k=5,
-                       judge_config=demo["judge"], chunks_path=demo["paths"]["cand_chunks"])
+    partial = make_run(
+        folder=tmp_path,
+        rows=rows,
+        evalset="support-qa",
+        name="partial",
+        k=5,
+        judge_config=demo["judge"],
+        chunks_path=demo["paths"]["cand_chunks"],
+    )
     comparison = compare_runs(base=demo["base"], candidate=partial, metrics=["recall@5"], slice_by=None).comparison
     assert comparison.n_paired == 150
     assert any("paired on the 150 questions both runs answered" in note for note in comparison.notes)
@@ -174,16 +206,25 @@ def test_a_partial_candidate_is_paired_on_the_questions_both_answered(demo, tmp_
 
 def test_margins_are_per_metric_with_a_default(synthetic):
     runs = synthetic
-    strict = compare_runs(base=runs["base"], candidate=runs["slightly-worse"], metrics=["faithfulness", "recall@1"], slice_by=None)
+    strict = compare_runs(
+        base=runs["base"], candidate=runs["slightly-worse"], metrics=["faithfulness", "recall@1"], slice_by=None
+    )
     faith = decision(strict.comparison, "faithfulness")
     assert faith.margin == 0.02 and faith.status == "review" and faith.low < -0.02 <= faith.high
-    lenient = compare_runs(base=runs["base"], candidate=runs["slightly-worse"], metrics=["faithfulness", "recall@1"],
-                           slice_by=None, margins={"faithfulness": 0.1})
+    lenient = compare_runs(
+        base=runs["base"],
+        candidate=runs["slightly-worse"],
+        metrics=["faithfulness", "recall@1"],
+        slice_by=None,
+        margins={"faithfulness": 0.1},
+    )
     assert decision(lenient.comparison, "faithfulness").margin == 0.1
     assert decision(lenient.comparison, "faithfulness").status == "pass"
     assert decision(lenient.comparison, "recall@1").margin == 0.02
     assert lenient.comparison.margins == {"faithfulness": 0.1, "recall@1": 0.02}
-    wide = compare_runs(base=runs["base"], candidate=runs["slightly-worse"], metrics=["faithfulness"], slice_by=None, margin=0.1)
+    wide = compare_runs(
+        base=runs["base"], candidate=runs["slightly-worse"], metrics=["faithfulness"], slice_by=None, margin=0.1
+    )
     assert decision(wide.comparison, "faithfulness").margin == 0.1
 
 
@@ -195,7 +236,10 @@ def test_a_negative_margin_is_refused(synthetic):
 
 def test_pass_review_and_block_follow_the_non_inferiority_rule(synthetic):
     def status(name):
-        return compare_runs(base=synthetic["base"], candidate=synthetic[name], metrics=["faithfulness"], slice_by=None).comparison
+        return compare_runs(
+            base=synthetic["base"], candidate=synthetic[name], metrics=["faithfulness"], slice_by=None
+        ).comparison
+
     same, mixed, worse = status("same"), status("mixed"), status("worse")
     assert same.overall == "pass"
     assert mixed.overall == "review"
@@ -213,7 +257,9 @@ def test_a_lower_is_better_metric_blocks_on_a_rise(db, tmp_path):
         make_run(folder=tmp_path, rows=rows, evalset="lat", name=name, k=1)
     base, slow = Run.objects.get(name="base"), Run.objects.get(name="slow")
     higher = compare_runs(base=base, candidate=slow, metrics=["latency"], slice_by=None).comparison
-    lower = compare_runs(base=base, candidate=slow, metrics=["latency"], slice_by=None, lower_is_better=["latency"]).comparison
+    lower = compare_runs(
+        base=base, candidate=slow, metrics=["latency"], slice_by=None, lower_is_better=["latency"]
+    ).comparison
     assert higher.overall == "pass" and lower.overall == "block"
     assert decision(lower, "latency").higher_is_better is False
 
@@ -260,8 +306,12 @@ def test_logged_decisions_cannot_be_changed_by_save_or_update(synthetic):
 
 
 def test_running_a_comparison_again_adds_to_the_log_instead_of_overwriting(synthetic):
-    first = compare_runs(base=synthetic["base"], candidate=synthetic["worse"], metrics=["faithfulness"], slice_by=None).comparison
-    second = compare_runs(base=synthetic["base"], candidate=synthetic["worse"], metrics=["faithfulness"], slice_by=None, margin=0.5).comparison
+    first = compare_runs(
+        base=synthetic["base"], candidate=synthetic["worse"], metrics=["faithfulness"], slice_by=None
+    ).comparison
+    second = compare_runs(
+        base=synthetic["base"], candidate=synthetic["worse"], metrics=["faithfulness"], slice_by=None, margin=0.5
+    ).comparison
     assert Comparison.objects.count() == 2 and GateDecisionRecord.objects.count() == 2
     assert decision(first, "faithfulness").margin == 0.02 and decision(second, "faithfulness").margin == 0.5
     assert (first.overall, second.overall) == ("block", "pass")
@@ -284,7 +334,9 @@ def test_the_gate_command_prints_a_table_and_exits_0_on_pass(synthetic):
     code, out, _ = gate("--base", "base", "--candidate", "same", "--metric", "faithfulness", "--slice-by", "none")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].startswith("syn v1 · baseline base vs candidate same · 40 paired questions · margin 0.02 · 10,000 resamples, seed 7")
+    assert lines[0].startswith(
+        "syn v1 · baseline base vs candidate same · 40 paired questions · margin 0.02 · 10,000 resamples, seed 7"
+    )
     assert any(line.startswith("METRIC") and "95% CI" in line and "STATUS" in line for line in lines)
     row = next(line for line in lines if line.startswith("faithfulness"))
     assert "0.500" in row and "PASS" in row
@@ -307,8 +359,20 @@ def test_the_gate_command_exits_4_on_block_and_says_why(synthetic):
 
 
 def test_the_gate_command_takes_per_metric_margins(synthetic):
-    code, out, _ = gate("--base", "base", "--candidate", "slightly-worse", "--metric", "faithfulness", "--metric", "recall@1",
-                        "--slice-by", "none", "--margin-for", "faithfulness=0.1")
+    code, out, _ = gate(
+        "--base",
+        "base",
+        "--candidate",
+        "slightly-worse",
+        "--metric",
+        "faithfulness",
+        "--metric",
+        "recall@1",
+        "--slice-by",
+        "none",
+        "--margin-for",
+        "faithfulness=0.1",
+    )
     assert code == 0, out
     record = decision(Comparison.objects.get(), "faithfulness")
     assert record.margin == 0.1 and decision(Comparison.objects.get(), "recall@1").margin == 0.02
@@ -324,7 +388,19 @@ def test_the_gate_command_prints_json_with_every_decision_and_its_interval(synth
     comparison = Comparison.objects.get()
     assert len(data["decisions"]) == comparison.decisions.count() == len(comparison.metrics) * 3
     for item in data["decisions"]:
-        assert {"metric", "slice", "status", "mean", "low", "high", "margin", "n", "base_mean", "cand_mean", "message"} <= set(item)
+        assert {
+            "metric",
+            "slice",
+            "status",
+            "mean",
+            "low",
+            "high",
+            "margin",
+            "n",
+            "base_mean",
+            "cand_mean",
+            "message",
+        } <= set(item)
         record = decision(comparison, item["metric"], item["slice"])
         assert (item["status"], item["low"], item["high"]) == (record.status, record.low, record.high)
     faith = next(d for d in data["decisions"] if d["metric"] == "faithfulness" and d["slice"] == "all")
@@ -386,7 +462,9 @@ def test_manage_py_gate_exits_4_on_block_and_1_on_error_as_a_ci_pipeline_sees_it
     env = subprocess_env(CELERY_TASK_ALWAYS_EAGER="1", GATE_JUDGE_POLICY="off")
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(manage), "gate", *args], env=env, capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, str(manage), "gate", *args], env=env, capture_output=True, text=True, timeout=120
+        )
 
     blocked = run("--base", "base", "--candidate", "worse", "--metric", "faithfulness", "--slice-by", "none")
     assert blocked.returncode == 4, blocked.stderr

@@ -40,9 +40,14 @@ def stored_questions(version) -> dict:
 
 
 def questions_as_csv(tmp_path):
-    return write_csv(tmp_path / "questions.csv", ["id", "question", "type", "answerable", "reference_answer", "gold"], [
-        [q["id"], q["question"], q["type"], str(q["answerable"]).lower(), q["reference_answer"], q["gold"]] for q in QUESTIONS
-    ])
+    return write_csv(
+        tmp_path / "questions.csv",
+        ["id", "question", "type", "answerable", "reference_answer", "gold"],
+        [
+            [q["id"], q["question"], q["type"], str(q["answerable"]).lower(), q["reference_answer"], q["gold"]]
+            for q in QUESTIONS
+        ],
+    )
 
 
 def test_a_csv_eval_set_with_json_cells_imports_the_same_content_as_json_lines(db, tmp_path, questions_file):
@@ -50,16 +55,38 @@ def test_a_csv_eval_set_with_json_cells_imports_the_same_content_as_json_lines(d
     from_jsonl = evalset_import(path=questions_file, name="from-jsonl").version
     assert stored_questions(from_csv) == stored_questions(from_jsonl)
     assert from_csv.content_hash == from_jsonl.content_hash
-    assert Question.objects.get(version=from_csv, qid="q5").gold == [{"doc": "d5", "grade": 2, "start": 100, "end": 180}]
+    assert Question.objects.get(version=from_csv, qid="q5").gold == [
+        {"doc": "d5", "grade": 2, "start": 100, "end": 180}
+    ]
     assert Question.objects.get(version=from_csv, qid="q4").answerable is False
 
 
 def test_a_csv_run_with_json_cells_and_score_columns_imports(version, tmp_path):
     path = write_csv(
         tmp_path / "rows.csv",
-        ["id", "retrieved", "context_ids", "context", "answer", "declined", "claims", "scores.answer_relevance", "latency_ms"],
         [
-            ["q1", ["d1", "d9", "d3"], ["d1", "d9"], "ctx", "An answer.", "false", [{"text": "A.", "supported": True}], "4", "120"],
+            "id",
+            "retrieved",
+            "context_ids",
+            "context",
+            "answer",
+            "declined",
+            "claims",
+            "scores.answer_relevance",
+            "latency_ms",
+        ],
+        [
+            [
+                "q1",
+                ["d1", "d9", "d3"],
+                ["d1", "d9"],
+                "ctx",
+                "An answer.",
+                "false",
+                [{"text": "A.", "supported": True}],
+                "4",
+                "120",
+            ],
             ["q4", [], "", "", "I do not know.", "true", [], "", "80"],
         ],
     )
@@ -81,7 +108,18 @@ def test_a_csv_run_with_json_cells_and_score_columns_imports(version, tmp_path):
 
 def test_a_parquet_eval_set_imports_the_same_content_as_json_lines(db, tmp_path, questions_file):
     path = tmp_path / "questions.parquet"
-    frame = pd.DataFrame([{**q, "gold": [{"doc": g["doc"], "grade": g["grade"], "start": g.get("start"), "end": g.get("end")} for g in q["gold"]]} for q in QUESTIONS])
+    frame = pd.DataFrame(
+        [
+            {
+                **q,
+                "gold": [
+                    {"doc": g["doc"], "grade": g["grade"], "start": g.get("start"), "end": g.get("end")}
+                    for g in q["gold"]
+                ],
+            }
+            for q in QUESTIONS
+        ]
+    )
     frame.to_parquet(path, engine="pyarrow", index=False)
     from_parquet = evalset_import(path=path, name="from-parquet").version
     from_jsonl = evalset_import(path=questions_file, name="from-jsonl").version
@@ -99,7 +137,9 @@ def test_a_parquet_run_with_list_and_struct_columns_imports(version, tmp_path):
     jsonl = run_import(path=write_jsonl(tmp_path / "rows.jsonl", rows), evalset="support", name="js", k=3).run
     assert run.row_count == 5
     for qid in ("q1", "q2", "q4", "q5"):
-        assert Row.objects.get(run=run, question__qid=qid).scores == Row.objects.get(run=jsonl, question__qid=qid).scores
+        assert (
+            Row.objects.get(run=run, question__qid=qid).scores == Row.objects.get(run=jsonl, question__qid=qid).scores
+        )
     assert Row.objects.get(run=run, question__qid="q1").retrieved == ["d1", "d9", "d3", "d4", "d5", "d7"]
 
 
@@ -117,10 +157,24 @@ def test_a_file_that_is_not_parquet_is_refused_and_nothing_is_written(version, t
 # ---------------------------------------------------------------------------------------------
 
 RAGAS = [
-    {"user_input": "What is the refund window?", "retrieved_contexts": ["Refunds within 30 days.", "Shipping is free."],
-     "response": "30 days.", "reference": "30 days.", "faithfulness": 1.0, "answer_relevancy": 0.93, "context_precision": 1.0},
-    {"user_input": "What is the late fee?", "retrieved_contexts": ["Late fee: 5 %."],
-     "response": "It is 10 %.", "reference": "5 %.", "faithfulness": 0.0, "answer_relevancy": 0.88, "context_precision": 1.0},
+    {
+        "user_input": "What is the refund window?",
+        "retrieved_contexts": ["Refunds within 30 days.", "Shipping is free."],
+        "response": "30 days.",
+        "reference": "30 days.",
+        "faithfulness": 1.0,
+        "answer_relevancy": 0.93,
+        "context_precision": 1.0,
+    },
+    {
+        "user_input": "What is the late fee?",
+        "retrieved_contexts": ["Late fee: 5 %."],
+        "response": "It is 10 %.",
+        "reference": "5 %.",
+        "faithfulness": 0.0,
+        "answer_relevancy": 0.88,
+        "context_precision": 1.0,
+    },
 ]
 
 
@@ -170,8 +224,13 @@ def test_a_ragas_score_of_nan_is_a_metric_ragas_could_not_compute_and_stays_unde
 def test_a_ragas_row_whose_question_text_is_unknown_is_refused(version, tmp_path):
     path = tmp_path / "ragas.parquet"
     pd.DataFrame([RAGAS[0], {**RAGAS[1], "user_input": "What is the meaning of life?"}]).to_parquet(path, index=False)
-    refused(lambda: run_import(path=path, evalset="support", name="ragas", fmt="ragas", k=2),
-            file="ragas.parquet", line=2, field="user_input", says="matches no question's text")
+    refused(
+        lambda: run_import(path=path, evalset="support", name="ragas", fmt="ragas", k=2),
+        file="ragas.parquet",
+        line=2,
+        field="user_input",
+        says="matches no question's text",
+    )
 
 
 def test_a_ragas_table_can_be_the_eval_set_itself(db, tmp_path):
@@ -210,7 +269,9 @@ def test_trec_qrels_and_run_reproduce_trec_evals_per_topic_numbers(db):
     q301 = Question.objects.get(version=version, qid="301")
     assert q301.text == "TREC topic 301" and q301.answerable
     assert sum(1 for g in q301.gold if g["grade"] > 0) == 474  # num_rel in out.test.aq
-    run = run_import(path=TREC / "results.test", evalset="trec", name="standard", fmt="trec-run", k=10, gain="linear").run
+    run = run_import(
+        path=TREC / "results.test", evalset="trec", name="standard", fmt="trec-run", k=10, gain="linear"
+    ).run
     assert run.row_count == 3
     expected = trec_expected()
     for topic in ("301", "302", "303"):
@@ -223,7 +284,12 @@ def test_trec_qrels_and_run_reproduce_trec_evals_per_topic_numbers(db):
         assert row.scores["rr"] == pytest.approx(want["recip_rank"], abs=5e-5), topic
         assert row.scores["ndcg@10"] == pytest.approx(want["ndcg_cut_10"], abs=5e-5), topic
     means = run.summary["slices"]["all"]["metrics"]
-    for ours, theirs in (("recall@10", "recall_10"), ("precision@10", "P_10"), ("rr", "recip_rank"), ("ndcg@10", "ndcg_cut_10")):
+    for ours, theirs in (
+        ("recall@10", "recall_10"),
+        ("precision@10", "P_10"),
+        ("rr", "recip_rank"),
+        ("ndcg@10", "ndcg_cut_10"),
+    ):
         assert means[ours]["mean"] == pytest.approx(expected["all"][theirs], abs=5e-5), ours
         assert means[ours]["n"] == 3
 
@@ -242,11 +308,7 @@ def test_trec_ndcg_with_exponential_gain_equals_linear_gain_on_binary_qrels(db):
 def test_a_trec_run_is_ranked_by_score_then_docno_descending_ignoring_the_rank_column(tmp_path):
     path = tmp_path / "run.txt"
     path.write_text(
-        "1 Q0 docA 1 0.5 sys\n"
-        "1 Q0 docC 2 0.9 sys\n"
-        "1 Q0 docB 3 0.5 sys\n"
-        "1 Q0 docD 4 0.5 sys\n"
-        "2 Q0 docZ 1 1.0 sys\n"
+        "1 Q0 docA 1 0.5 sys\n1 Q0 docC 2 0.9 sys\n1 Q0 docB 3 0.5 sys\n1 Q0 docD 4 0.5 sys\n2 Q0 docZ 1 1.0 sys\n"
     )
     records = {r.data["id"]: r for r in read_trec_run(path, "run.txt")}
     assert records["1"].data["retrieved"] == ["docC", "docD", "docB", "docA"]
@@ -262,7 +324,9 @@ def test_trec_topics_give_the_questions_their_text(db, tmp_path):
     version = evalset_import(path=qrels, name="tiny", fmt="trec-qrels", topics_path=topics).version
     seven, eight = Question.objects.get(version=version, qid="7"), Question.objects.get(version=version, qid="8")
     assert seven.text == "What is a chunk?" and seven.answerable
-    assert eight.text == "Who wrote the spec?" and eight.answerable  # only grade-0 judgments: judged, scores 0 (trec_eval)
+    assert (
+        eight.text == "Who wrote the spec?" and eight.answerable
+    )  # only grade-0 judgments: judged, scores 0 (trec_eval)
 
 
 def test_a_malformed_trec_run_line_is_refused_with_its_line_and_nothing_is_written(db, tmp_path):
@@ -271,15 +335,25 @@ def test_a_malformed_trec_run_line_is_refused_with_its_line_and_nothing_is_writt
     evalset_import(path=qrels, name="tiny", fmt="trec-qrels")
     run = tmp_path / "run.txt"
     run.write_text("7 Q0 docA 1 0.9 sys\n7 Q0 docB 2 high sys\n")
-    refused(lambda: run_import(path=run, evalset="tiny", name="r", fmt="trec-run", k=10),
-            file="run.txt", line=2, field="score", says="score must be a number")
+    refused(
+        lambda: run_import(path=run, evalset="tiny", name="r", fmt="trec-run", k=10),
+        file="run.txt",
+        line=2,
+        field="score",
+        says="score must be a number",
+    )
 
 
 def test_a_malformed_qrels_line_is_refused_with_its_line_and_nothing_is_written(db, tmp_path):
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("7 0 docA 1\n7 0 docB relevant\n")
-    refused(lambda: evalset_import(path=qrels, name="tiny", fmt="trec-qrels"),
-            file="qrels.txt", line=2, field="grade", says="grade must be an integer")
+    refused(
+        lambda: evalset_import(path=qrels, name="tiny", fmt="trec-qrels"),
+        file="qrels.txt",
+        line=2,
+        field="grade",
+        says="grade must be an integer",
+    )
 
 
 def test_a_qrels_file_is_refused_as_a_run_and_a_run_file_as_an_eval_set(db, tmp_path):
@@ -294,9 +368,16 @@ def test_a_qrels_file_is_refused_as_a_run_and_a_run_file_as_an_eval_set(db, tmp_
 
 def test_a_ragas_list_cell_that_is_neither_json_nor_a_python_list_is_refused(version, tmp_path):
     path = tmp_path / "ragas.csv"
-    pd.DataFrame([{**RAGAS[0], "retrieved_contexts": "['Refunds within 30 days.', 'Shipping"}]).to_csv(path, index=False)
-    refused(lambda: run_import(path=path, evalset="support", name="ragas", fmt="ragas", k=2),
-            file="ragas.csv", line=2, field="retrieved_contexts", says="holds malformed JSON")
+    pd.DataFrame([{**RAGAS[0], "retrieved_contexts": "['Refunds within 30 days.', 'Shipping"}]).to_csv(
+        path, index=False
+    )
+    refused(
+        lambda: run_import(path=path, evalset="support", name="ragas", fmt="ragas", k=2),
+        file="ragas.csv",
+        line=2,
+        field="retrieved_contexts",
+        says="holds malformed JSON",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,10 +400,17 @@ def test_the_documented_question_row_and_chunk_examples_import_as_documented(db,
     stored = Question.objects.get(version=version)
     assert (stored.qid, stored.qtype, stored.tags) == ("q0001", "policy", ["contracts"])
     assert stored.gold == [{"doc": "doc017", "grade": 3, "start": 1200, "end": 1320}, {"doc": "doc004", "grade": 1}]
-    chunks = write_jsonl(tmp_path / "chunks.jsonl", [chunk] + [
-        {"id": cid, "doc": cid.split("-")[1] if "-" in cid else "other", "start": 0, "end": 256} for cid in set(row["retrieved"] + row["context_ids"]) - {chunk["id"]}
-    ])
-    run = run_import(path=write_jsonl(tmp_path / "rows.jsonl", [row]), evalset="docs", name="docs-run", chunks_path=chunks).run
+    chunks = write_jsonl(
+        tmp_path / "chunks.jsonl",
+        [chunk]
+        + [
+            {"id": cid, "doc": cid.split("-")[1] if "-" in cid else "other", "start": 0, "end": 256}
+            for cid in set(row["retrieved"] + row["context_ids"]) - {chunk["id"]}
+        ],
+    )
+    run = run_import(
+        path=write_jsonl(tmp_path / "rows.jsonl", [row]), evalset="docs", name="docs-run", chunks_path=chunks
+    ).run
     scored = Row.objects.get(run=run)
     assert run.k == 5 and scored.scores["answer_relevance"] == 4 and scored.scores["faithfulness"] == 1.0
     # c256-doc017-4 (1024-1280) overlaps the span 1200-1320; c256-doc004-2 is a chunk of the gold document doc004
@@ -332,7 +420,9 @@ def test_the_documented_question_row_and_chunk_examples_import_as_documented(db,
 
 def test_the_documented_problem_message_is_the_one_an_import_gives(db, tmp_path):
     example = next(line for line in DOCS.read_text().splitlines() if line.startswith("questions.jsonl, line 12"))
-    questions = [{"id": f"q{i}", "question": f"Q{i}?"} for i in range(1, 12)] + [{"id": "q12", "question": "Q12?", "gold": [{"doc": "d", "grade": "high"}]}]
+    questions = [{"id": f"q{i}", "question": f"Q{i}?"} for i in range(1, 12)] + [
+        {"id": "q12", "question": "Q12?", "gold": [{"doc": "d", "grade": "high"}]}
+    ]
     with pytest.raises(ImportFailed) as excinfo:
         evalset_import(path=write_jsonl(tmp_path / "questions.jsonl", questions), name="docs")
     assert str(excinfo.value.problems[0]) == example

@@ -25,7 +25,14 @@ def snapshot(version: EvalSetVersion) -> dict:
     """Everything that makes up a version's content, read fresh from the database."""
     fresh = EvalSetVersion.objects.get(pk=version.pk)
     return {
-        "version": (fresh.eval_set_id, fresh.number, fresh.parent_id, fresh.content_hash, fresh.question_count, fresh.sealed),
+        "version": (
+            fresh.eval_set_id,
+            fresh.number,
+            fresh.parent_id,
+            fresh.content_hash,
+            fresh.question_count,
+            fresh.sealed,
+        ),
         "questions": [question_as_dict(q) for q in Question.objects.filter(version=fresh).order_by("qid")],
     }
 
@@ -175,7 +182,7 @@ def raw_refused(sql: str, params: list) -> None:
 
 def check_raw_sql_doors(version: EvalSetVersion, before: dict) -> None:
     raw_refused("UPDATE evalcore_question SET text = %s WHERE version_id = %s", ["Edited?", version.pk])
-    raw_refused("UPDATE evalcore_question SET gold = %s WHERE version_id = %s AND qid = %s", ['[]', version.pk, "q1"])
+    raw_refused("UPDATE evalcore_question SET gold = %s WHERE version_id = %s AND qid = %s", ["[]", version.pk, "q1"])
     raw_refused(
         "INSERT INTO evalcore_question (version_id, qid, text, qtype, tags, answerable, reference_answer, gold, metadata) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
@@ -247,7 +254,9 @@ def test_on_postgresql_the_trigger_error_is_an_integrity_violation_that_leaves_t
 
 @pytest.fixture
 def superowner_client(client, django_user_model):
-    user = django_user_model.objects.create_superuser("root-owner", "root@example.com", "super-pass-123", role="eval_owner")
+    user = django_user_model.objects.create_superuser(
+        "root-owner", "root@example.com", "super-pass-123", role="eval_owner"
+    )
     client.force_login(user)
     return client
 
@@ -270,9 +279,15 @@ def test_the_admin_refuses_to_delete_or_add_questions(frozen, superowner_client)
     assert superowner_client.get(f"/admin/evalcore/question/{question.pk}/delete/").status_code == 403
     assert superowner_client.post(f"/admin/evalcore/question/{question.pk}/delete/", {"post": "yes"}).status_code == 403
     assert superowner_client.get("/admin/evalcore/question/add/").status_code == 403
-    assert superowner_client.post("/admin/evalcore/question/add/", {"version": version.pk, "qid": "q9", "text": "x"}).status_code == 403
+    assert (
+        superowner_client.post(
+            "/admin/evalcore/question/add/", {"version": version.pk, "qid": "q9", "text": "x"}
+        ).status_code
+        == 403
+    )
     response = superowner_client.post(
-        "/admin/evalcore/question/", {"action": "delete_selected", "_selected_action": [question.pk], "post": "yes"},
+        "/admin/evalcore/question/",
+        {"action": "delete_selected", "_selected_action": [question.pk], "post": "yes"},
     )
     assert response.status_code in (200, 302)
     assert snapshot(version) == before
@@ -346,6 +361,8 @@ def test_importing_changed_questions_under_the_same_name_makes_a_new_version_and
 def test_extending_a_version_copies_its_questions_and_leaves_it_untouched(frozen, tmp_path):
     version, before = frozen
     counts = db_counts()
-    evalset_import(path=write_jsonl(tmp_path / "more.jsonl", [{"id": "q6", "question": "New?"}]), name="support", mode="extend")
+    evalset_import(
+        path=write_jsonl(tmp_path / "more.jsonl", [{"id": "q6", "question": "New?"}]), name="support", mode="extend"
+    )
     assert snapshot(version) == before
     assert db_counts()["Question"] == counts["Question"] + 6

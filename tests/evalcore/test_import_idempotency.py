@@ -47,7 +47,9 @@ def test_importing_the_same_run_file_twice_creates_nothing_and_says_so(version, 
     before = db_counts()
     second = run_import(path=rows_file, evalset="support", name="base", k=3, judge_config=JUDGE)
     assert not second.created
-    assert second.message.startswith("Nothing new: run 'base' on support v1 was already imported from this file (5 rows)")
+    assert second.message.startswith(
+        "Nothing new: run 'base' on support v1 was already imported from this file (5 rows)"
+    )
     assert second.run.pk == first.run.pk
     assert db_counts() == before
 
@@ -71,7 +73,9 @@ def test_the_same_rows_under_a_new_name_make_a_second_run(run, rows_file):
 def test_runs_with_the_same_judge_share_one_pinned_judge_config(run, rows_file):
     other = run_import(path=rows_file, evalset="support", name="again", k=3, judge_config=dict(reversed(JUDGE.items())))
     assert other.run.judge_config_id == run.judge_config_id
-    changed = run_import(path=rows_file, evalset="support", name="new-judge", k=3, judge_config={**JUDGE, "temperature": 0.7})
+    changed = run_import(
+        path=rows_file, evalset="support", name="new-judge", k=3, judge_config={**JUDGE, "temperature": 0.7}
+    )
     assert changed.run.judge_config_id != run.judge_config_id
 
 
@@ -126,8 +130,12 @@ def test_a_one_character_change_in_a_question_changes_the_content_hash(db, tmp_p
 
 
 def test_extend_mode_adds_questions_on_top_of_the_base_version(version, tmp_path):
-    extra = [{"id": "q6", "question": "What is the TLS version?", "type": "technical", "gold": [{"doc": "d6", "grade": 1}]}]
-    result = evalset_import(path=write_jsonl(tmp_path / "more.jsonl", [QUESTIONS[0], *extra]), name="support", mode="extend")
+    extra = [
+        {"id": "q6", "question": "What is the TLS version?", "type": "technical", "gold": [{"doc": "d6", "grade": 1}]}
+    ]
+    result = evalset_import(
+        path=write_jsonl(tmp_path / "more.jsonl", [QUESTIONS[0], *extra]), name="support", mode="extend"
+    )
     v2 = result.version
     assert result.created and v2.number == 2 and v2.parent_id == version.pk and v2.sealed
     assert v2.question_count == 6
@@ -138,13 +146,20 @@ def test_extend_mode_adds_questions_on_top_of_the_base_version(version, tmp_path
     assert (copied.text, copied.gold, copied.answerable) == (old.text, old.gold, old.answerable)
     # the same extension again is nothing new
     before = db_counts()
-    again = evalset_import(path=write_jsonl(tmp_path / "more2.jsonl", extra), name="support", mode="extend", base_version=1)
+    again = evalset_import(
+        path=write_jsonl(tmp_path / "more2.jsonl", extra), name="support", mode="extend", base_version=1
+    )
     assert not again.created and again.version.pk == v2.pk
     assert db_counts() == before
 
 
 def test_extend_mode_gives_the_same_hash_as_importing_the_whole_set(version, tmp_path):
-    extra = {"id": "q6", "question": "What is the TLS version?", "type": "technical", "gold": [{"doc": "d6", "grade": 1}]}
+    extra = {
+        "id": "q6",
+        "question": "What is the TLS version?",
+        "type": "technical",
+        "gold": [{"doc": "d6", "grade": 1}],
+    }
     extended = evalset_import(path=write_jsonl(tmp_path / "more.jsonl", [extra]), name="support", mode="extend").version
     whole = evalset_import(path=write_jsonl(tmp_path / "all.jsonl", [*QUESTIONS, extra]), name="other").version
     assert extended.content_hash == whole.content_hash
@@ -157,7 +172,9 @@ def test_extend_mode_refuses_a_changed_question_under_an_existing_id(version, tm
     before = db_counts()
     with pytest.raises(ImportFailed) as excinfo:
         evalset_import(path=path, name="support", mode="extend")
-    assert "more.jsonl, line 2, field 'id': question 'q2' exists in support@1 with different content" in str(excinfo.value)
+    assert "more.jsonl, line 2, field 'id': question 'q2' exists in support@1 with different content" in str(
+        excinfo.value
+    )
     assert "give the changed question a new id" in str(excinfo.value)
     assert db_counts() == before
 

@@ -29,7 +29,9 @@ def import_questions(path, **kwargs):
 
 def import_rows(path, **kwargs):
     kwargs.setdefault("k", 3)
-    return lambda: run_import(path=path, evalset=kwargs.pop("evalset", "support"), name=kwargs.pop("name", "cand"), **kwargs)
+    return lambda: run_import(
+        path=path, evalset=kwargs.pop("evalset", "support"), name=kwargs.pop("name", "cand"), **kwargs
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -68,7 +70,9 @@ def test_a_nan_grade_is_refused_not_stored_as_relevant(db, tmp_path):
 
 def test_a_nan_score_is_refused_where_the_format_documents_null_for_no_value(version, tmp_path):
     path = write_jsonl(tmp_path / "rows.jsonl", [ok_row("q1"), ok_row("q2", scores={"answer_relevance": float("nan")})])
-    refused(import_rows(path), file="rows.jsonl", line=2, field="scores.answer_relevance", says="give a number, or null")
+    refused(
+        import_rows(path), file="rows.jsonl", line=2, field="scores.answer_relevance", says="give a number, or null"
+    )
 
 
 def test_a_text_answerable_flag_is_refused_as_a_wrong_type(db, tmp_path):
@@ -111,11 +115,14 @@ def test_a_question_without_an_id_is_refused(db, tmp_path):
 
 
 def test_every_problem_in_a_file_is_reported_at_once(db, tmp_path):
-    path = write_jsonl(tmp_path / "qs.jsonl", [
-        {**QUESTIONS[0], "answerable": "maybe"},
-        QUESTIONS[1],
-        {**QUESTIONS[2], "gold": [{"doc": "d4", "grade": "high"}]},
-    ])
+    path = write_jsonl(
+        tmp_path / "qs.jsonl",
+        [
+            {**QUESTIONS[0], "answerable": "maybe"},
+            QUESTIONS[1],
+            {**QUESTIONS[2], "gold": [{"doc": "d4", "grade": "high"}]},
+        ],
+    )
     with pytest.raises(ImportFailed) as excinfo:
         evalset_import(path=path, name="support")
     assert [(p.line, p.field) for p in excinfo.value.problems] == [(1, "answerable"), (3, "gold[0].grade")]
@@ -139,10 +146,14 @@ def test_a_file_extension_that_names_no_format_is_refused(db, tmp_path):
 
 
 def test_a_csv_cell_with_malformed_json_is_refused_with_its_line_and_column_name(db, tmp_path):
-    path = write_csv(tmp_path / "qs.csv", ["id", "question", "type", "gold"], [
-        ["q1", "What is the refund window?", "policy", [{"doc": "d1", "grade": 3}]],
-        ["q2", "What is the late fee?", "billing", '[{"doc": "d3", "grade": 2'],
-    ])
+    path = write_csv(
+        tmp_path / "qs.csv",
+        ["id", "question", "type", "gold"],
+        [
+            ["q1", "What is the refund window?", "policy", [{"doc": "d1", "grade": 3}]],
+            ["q2", "What is the late fee?", "billing", '[{"doc": "d3", "grade": 2'],
+        ],
+    )
     refused(import_questions(path), file="qs.csv", line=3, field="gold", says="malformed JSON")
 
 
@@ -152,7 +163,9 @@ def test_an_eval_set_name_that_is_not_a_slug_is_refused(db, questions_file):
 
 def test_the_display_name_of_an_upload_is_the_file_named_in_problems(db, tmp_path):
     path = write_jsonl(tmp_path / "4f2a-upload.jsonl", [{**QUESTIONS[0], "answerable": "maybe"}])
-    refused(import_questions(path, display_name="my questions.jsonl"), file="my questions.jsonl", line=1, field="answerable")
+    refused(
+        import_questions(path, display_name="my questions.jsonl"), file="my questions.jsonl", line=1, field="answerable"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,23 +233,40 @@ def test_a_row_whose_context_ids_exceed_k_is_refused(version, tmp_path):
 
 
 def test_a_chunk_id_missing_from_the_chunk_map_is_refused(version, tmp_path):
-    chunks = write_jsonl(tmp_path / "chunks.jsonl", [
-        {"id": "c1", "doc": "d1", "start": 0, "end": 100},
-        {"id": "c2", "doc": "d1", "start": 100, "end": 200},
-    ])
-    path = write_jsonl(tmp_path / "rows.jsonl", [
-        ok_row("q1", retrieved=["c1", "c2"], context_ids=["c1"]),
-        ok_row("q2", retrieved=["c2", "c7"], context_ids=["c2"]),
-    ])
-    refused(import_rows(path, chunks_path=chunks), file="rows.jsonl", line=2, field="retrieved", says="'c7' is not in the chunk map")
+    chunks = write_jsonl(
+        tmp_path / "chunks.jsonl",
+        [
+            {"id": "c1", "doc": "d1", "start": 0, "end": 100},
+            {"id": "c2", "doc": "d1", "start": 100, "end": 200},
+        ],
+    )
+    path = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [
+            ok_row("q1", retrieved=["c1", "c2"], context_ids=["c1"]),
+            ok_row("q2", retrieved=["c2", "c7"], context_ids=["c2"]),
+        ],
+    )
+    refused(
+        import_rows(path, chunks_path=chunks),
+        file="rows.jsonl",
+        line=2,
+        field="retrieved",
+        says="'c7' is not in the chunk map",
+    )
 
 
 def test_a_chunk_map_with_a_non_integer_offset_is_refused_with_its_line(version, tmp_path, rows_file):
-    chunks = write_jsonl(tmp_path / "chunks.jsonl", [
-        {"id": "c1", "doc": "d1", "start": 0, "end": 100},
-        {"id": "c2", "doc": "d1", "start": "one hundred", "end": 200},
-    ])
-    refused(import_rows(rows_file, chunks_path=chunks), file="chunks.jsonl", line=2, field="start", says="must be a number")
+    chunks = write_jsonl(
+        tmp_path / "chunks.jsonl",
+        [
+            {"id": "c1", "doc": "d1", "start": 0, "end": 100},
+            {"id": "c2", "doc": "d1", "start": "one hundred", "end": 200},
+        ],
+    )
+    refused(
+        import_rows(rows_file, chunks_path=chunks), file="chunks.jsonl", line=2, field="start", says="must be a number"
+    )
 
 
 def test_an_empty_rows_file_is_refused(version, tmp_path):
@@ -268,10 +298,14 @@ def test_a_run_name_reused_with_another_k_is_refused(run, rows_file):
 
 
 def test_a_csv_rows_cell_with_malformed_json_is_refused_with_its_line_and_column(version, tmp_path):
-    path = write_csv(tmp_path / "rows.csv", ["id", "retrieved", "context_ids", "answer", "claims"], [
-        ["q1", ["d1", "d2"], ["d1"], "An answer.", [{"text": "A.", "supported": True}]],
-        ["q2", ["d3"], ["d3"], "An answer.", '[{"text": "A.", "supported": tru'],
-    ])
+    path = write_csv(
+        tmp_path / "rows.csv",
+        ["id", "retrieved", "context_ids", "answer", "claims"],
+        [
+            ["q1", ["d1", "d2"], ["d1"], "An answer.", [{"text": "A.", "supported": True}]],
+            ["q2", ["d3"], ["d3"], "An answer.", '[{"text": "A.", "supported": tru'],
+        ],
+    )
     refused(import_rows(path), file="rows.csv", line=3, field="claims", says="malformed JSON")
 
 

@@ -41,9 +41,22 @@ def validated_as(monkeypatch, synthetic):
     def register(status: str) -> JudgeValidation:
         config = synthetic["base"].judge_config
         validation = JudgeValidation(
-            status=status, judge=str(config), config_hash=config.config_hash, unit_word="claims", n=240, failures=77,
-            missed=28, kappa=0.6, kappa_low=0.49, kappa_high=0.71, miss_rate=28 / 77, miss_low=0.27, miss_high=0.48,
-            campaign="faith-q3", source="judge report", validated_at="2026-11-02T10:00:00+00:00",
+            status=status,
+            judge=str(config),
+            config_hash=config.config_hash,
+            unit_word="claims",
+            n=240,
+            failures=77,
+            missed=28,
+            kappa=0.6,
+            kappa_low=0.49,
+            kappa_high=0.71,
+            miss_rate=28 / 77,
+            miss_low=0.27,
+            miss_high=0.48,
+            campaign="faith-q3",
+            source="judge report",
+            validated_at="2026-11-02T10:00:00+00:00",
         )
         monkeypatch.setattr(judge_fitness._REGISTRY, "sources", [KnownValidations({config.config_hash: validation})])
         return validation
@@ -64,7 +77,9 @@ def test_an_unvalidated_judge_sends_its_metric_to_review_whatever_the_data_say(s
     assert "was never validated against people" in faith.message and "the data alone say block" in faith.message
     assert faith.judge_validation["status"] == "unvalidated"
     recall = comparison.decisions.get(metric="recall@1")
-    assert recall.status == recall.data_status and recall.judge_validation is None  # deterministic metrics: the data decide
+    assert (
+        recall.status == recall.data_status and recall.judge_validation is None
+    )  # deterministic metrics: the data decide
     assert comparison.overall == "review" and comparison.judge_policy == "review"
 
 
@@ -91,7 +106,9 @@ def test_a_fit_judge_leaves_the_decision_to_the_data_and_shows_the_corrected_rat
 @pytest.mark.parametrize(("policy", "status"), [("warn", "block"), ("off", "block"), ("review", "review")])
 def test_the_policy_is_chosen_per_call_and_logged(synthetic, validated_as, policy, status):
     validated_as(NOT_FIT)
-    comparison = compare_runs(base=synthetic["base"], candidate=synthetic["worse"], slice_by=None, judge_policy=policy).comparison
+    comparison = compare_runs(
+        base=synthetic["base"], candidate=synthetic["worse"], slice_by=None, judge_policy=policy
+    ).comparison
     faith = faithfulness(comparison)
     assert faith.status == status and faith.data_status == "block" and comparison.judge_policy == policy
     assert faith.judge_validation["status"] == "not_fit"  # recorded whatever the policy
@@ -102,8 +119,19 @@ def test_the_gate_command_exits_3_for_an_unfit_judge_and_4_by_the_data_with_the_
     validated_as(NOT_FIT)
     code, out, _ = gate("--base", "base", "--candidate", "worse", "--metric", "faithfulness", "--slice-by", "none")
     assert code == 3 and "misses 36 % of unsupported claims" in out
-    code, out, _ = gate("--base", "base", "--candidate", "worse", "--metric", "faithfulness", "--slice-by", "none",
-                        "--judge-policy", "off", "--json")
+    code, out, _ = gate(
+        "--base",
+        "base",
+        "--candidate",
+        "worse",
+        "--metric",
+        "faithfulness",
+        "--slice-by",
+        "none",
+        "--judge-policy",
+        "off",
+        "--json",
+    )
     data = json.loads(out)
     assert code == 4 and data["overall"] == "block" and data["judge_policy"] == "off"
     assert data["decisions"][0]["judge"]["status"] == "not_fit" and data["decisions"][0]["data_status"] == "block"

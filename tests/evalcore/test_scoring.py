@@ -74,9 +74,19 @@ def test_the_ndcg_gain_convention_is_the_runs_choice(version, tmp_path):
 
 SPAN_QUESTIONS = [
     # the answer sits inside one 256 chunk and one 512 chunk
-    {"id": "inside", "question": "Inside?", "type": "span", "gold": [{"doc": "doc1", "grade": 2, "start": 300, "end": 400}]},
+    {
+        "id": "inside",
+        "question": "Inside?",
+        "type": "span",
+        "gold": [{"doc": "doc1", "grade": 2, "start": 300, "end": 400}],
+    },
     # the answer crosses the 512 boundary: two chunks either way
-    {"id": "across", "question": "Across?", "type": "span", "gold": [{"doc": "doc1", "grade": 1, "start": 480, "end": 540}]},
+    {
+        "id": "across",
+        "question": "Across?",
+        "type": "span",
+        "gold": [{"doc": "doc1", "grade": 1, "start": 480, "end": 540}],
+    },
     # document-level gold: any chunk of doc2 is a hit
     {"id": "docgold", "question": "Doc?", "type": "doc", "gold": [{"doc": "doc2", "grade": 1}]},
 ]
@@ -97,14 +107,44 @@ def span_version(db, tmp_path):
 
 
 def test_the_same_span_gold_scores_both_a_512_and_a_256_chunking(span_version, tmp_path):
-    big = import_run(tmp_path, [
-        {"id": "inside", "retrieved": ["c512-doc3-0", "c512-doc1-0"], "context_ids": ["c512-doc3-0", "c512-doc1-0"]},
-        {"id": "across", "retrieved": ["c512-doc1-1", "c512-doc3-1"], "context_ids": ["c512-doc1-1", "c512-doc3-1"]},
-    ], name="chunks-512", evalset="spans", k=2, chunks_path=chunk_map_file(tmp_path, 512))
-    small = import_run(tmp_path, [
-        {"id": "inside", "retrieved": ["c256-doc1-1", "c256-doc1-0"], "context_ids": ["c256-doc1-1", "c256-doc1-0"]},
-        {"id": "across", "retrieved": ["c256-doc1-2", "c256-doc1-1"], "context_ids": ["c256-doc1-2", "c256-doc1-1"]},
-    ], name="chunks-256", evalset="spans", k=2, chunks_path=chunk_map_file(tmp_path, 256))
+    big = import_run(
+        tmp_path,
+        [
+            {
+                "id": "inside",
+                "retrieved": ["c512-doc3-0", "c512-doc1-0"],
+                "context_ids": ["c512-doc3-0", "c512-doc1-0"],
+            },
+            {
+                "id": "across",
+                "retrieved": ["c512-doc1-1", "c512-doc3-1"],
+                "context_ids": ["c512-doc1-1", "c512-doc3-1"],
+            },
+        ],
+        name="chunks-512",
+        evalset="spans",
+        k=2,
+        chunks_path=chunk_map_file(tmp_path, 512),
+    )
+    small = import_run(
+        tmp_path,
+        [
+            {
+                "id": "inside",
+                "retrieved": ["c256-doc1-1", "c256-doc1-0"],
+                "context_ids": ["c256-doc1-1", "c256-doc1-0"],
+            },
+            {
+                "id": "across",
+                "retrieved": ["c256-doc1-2", "c256-doc1-1"],
+                "context_ids": ["c256-doc1-2", "c256-doc1-1"],
+            },
+        ],
+        name="chunks-256",
+        evalset="spans",
+        k=2,
+        chunks_path=chunk_map_file(tmp_path, 256),
+    )
     assert big.has_chunk_map and small.has_chunk_map
     assert big.chunks.count() == 6 and small.chunks.count() == 12
     # inside: one gold chunk either way; the 512 run finds it second, the 256 run first
@@ -117,16 +157,36 @@ def test_the_same_span_gold_scores_both_a_512_and_a_256_chunking(span_version, t
 
 
 def test_a_chunk_missing_the_span_scores_zero(span_version, tmp_path):
-    run = import_run(tmp_path, [
-        {"id": "inside", "retrieved": ["c256-doc1-0", "c256-doc1-2"], "context_ids": ["c256-doc1-0", "c256-doc1-2"]},
-    ], evalset="spans", k=2, chunks_path=chunk_map_file(tmp_path, 256))
+    run = import_run(
+        tmp_path,
+        [
+            {
+                "id": "inside",
+                "retrieved": ["c256-doc1-0", "c256-doc1-2"],
+                "context_ids": ["c256-doc1-0", "c256-doc1-2"],
+            },
+        ],
+        evalset="spans",
+        k=2,
+        chunks_path=chunk_map_file(tmp_path, 256),
+    )
     assert scores_of(run, "inside")["recall@2"] == 0.0 and scores_of(run, "inside")["rr"] == 0.0
 
 
 def test_document_gold_with_chunk_retrieval_maps_each_chunk_to_its_document(span_version, tmp_path):
-    run = import_run(tmp_path, [
-        {"id": "docgold", "retrieved": ["c256-doc1-0", "c256-doc2-3", "c256-doc3-1"], "context_ids": ["c256-doc1-0", "c256-doc2-3", "c256-doc3-1"]},
-    ], evalset="spans", k=3, chunks_path=chunk_map_file(tmp_path, 256))
+    run = import_run(
+        tmp_path,
+        [
+            {
+                "id": "docgold",
+                "retrieved": ["c256-doc1-0", "c256-doc2-3", "c256-doc3-1"],
+                "context_ids": ["c256-doc1-0", "c256-doc2-3", "c256-doc3-1"],
+            },
+        ],
+        evalset="spans",
+        k=3,
+        chunks_path=chunk_map_file(tmp_path, 256),
+    )
     scores = scores_of(run, "docgold")
     assert scores["recall@3"] == 1.0
     assert scores["rr"] == pytest.approx(0.5)
@@ -134,7 +194,12 @@ def test_document_gold_with_chunk_retrieval_maps_each_chunk_to_its_document(span
 
 
 def test_without_a_chunk_map_a_span_counts_for_its_whole_document(span_version, tmp_path):
-    run = import_run(tmp_path, [{"id": "inside", "retrieved": ["doc3", "doc1"], "context_ids": ["doc3", "doc1"]}], evalset="spans", k=2)
+    run = import_run(
+        tmp_path,
+        [{"id": "inside", "retrieved": ["doc3", "doc1"], "context_ids": ["doc3", "doc1"]}],
+        evalset="spans",
+        k=2,
+    )
     assert not run.has_chunk_map
     assert scores_of(run, "inside")["recall@2"] == 1.0 and scores_of(run, "inside")["rr"] == 0.5
 
@@ -145,10 +210,14 @@ def test_without_a_chunk_map_a_span_counts_for_its_whole_document(span_version, 
 
 
 def test_unanswerable_questions_get_no_retrieval_scores_and_an_abstention_score(version, tmp_path):
-    run = import_run(tmp_path, [
-        ok_row("q4", declined=True, claims=[], answer="I could not find this."),
-        ok_row("q1"),
-    ], k=3)
+    run = import_run(
+        tmp_path,
+        [
+            ok_row("q4", declined=True, claims=[], answer="I could not find this."),
+            ok_row("q1"),
+        ],
+        k=3,
+    )
     unanswerable = scores_of(run, "q4")
     assert [unanswerable[m] for m in ("recall@3", "precision@3", "rr", "ndcg@3")] == [None, None, None, None]
     assert unanswerable["abstention"] == 1.0
@@ -167,10 +236,16 @@ def test_unanswerable_questions_are_left_out_of_retrieval_means(version, tmp_pat
     assert run.summary["slices"]["all"]["metrics"]["abstention"]["n"] == 1
 
 
-def test_judged_gold_without_a_relevant_document_scores_zero_and_no_gold_no_score_both_counted(db, tmp_path, client, django_user_model):
+def test_judged_gold_without_a_relevant_document_scores_zero_and_no_gold_no_score_both_counted(
+    db, tmp_path, client, django_user_model
+):
     questions = [
         {"id": "rel", "question": "Relevant gold?", "gold": [{"doc": "d1", "grade": 2}]},
-        {"id": "zero", "question": "Judged, none relevant?", "gold": [{"doc": "d1", "grade": 0}, {"doc": "d2", "grade": 0}]},
+        {
+            "id": "zero",
+            "question": "Judged, none relevant?",
+            "gold": [{"doc": "d1", "grade": 0}, {"doc": "d2", "grade": 0}],
+        },
         {"id": "none", "question": "No gold at all?"},
         {"id": "unans", "question": "Unanswerable?", "answerable": False},
     ]
@@ -192,12 +267,16 @@ def test_judged_gold_without_a_relevant_document_scores_zero_and_no_gold_no_scor
 
 def test_faithfulness_is_the_fraction_of_supported_claims(version, tmp_path):
     claims = [{"text": f"C{i}.", "supported": supported} for i, supported in enumerate([True, True, False])]
-    run = import_run(tmp_path, [
-        ok_row("q1", claims=claims),
-        ok_row("q2", claims=[]),
-        ok_row("q3", declined=True, claims=[{"text": "Hedged.", "supported": True}]),
-        ok_row("q5", claims=[{"text": "All good.", "supported": "yes"}]),
-    ], k=3)
+    run = import_run(
+        tmp_path,
+        [
+            ok_row("q1", claims=claims),
+            ok_row("q2", claims=[]),
+            ok_row("q3", declined=True, claims=[{"text": "Hedged.", "supported": True}]),
+            ok_row("q5", claims=[{"text": "All good.", "supported": "yes"}]),
+        ],
+        k=3,
+    )
     assert scores_of(run, "q1")["faithfulness"] == pytest.approx(2 / 3)
     assert scores_of(run, "q2")["faithfulness"] is None  # no claims: undefined, not 0 or 1
     assert scores_of(run, "q3")["faithfulness"] is None  # refusals are scored separately
@@ -207,17 +286,30 @@ def test_faithfulness_is_the_fraction_of_supported_claims(version, tmp_path):
 
 
 def test_claims_and_verdicts_are_stored_with_the_score(version, tmp_path):
-    claims = [{"text": "The window is 30 days.", "supported": False, "rationale": "No chunk states this.", "confidence": 0.4}]
+    claims = [
+        {"text": "The window is 30 days.", "supported": False, "rationale": "No chunk states this.", "confidence": 0.4}
+    ]
     run = import_run(tmp_path, [ok_row("q1", claims=claims)], k=3)
     stored = Row.objects.get(run=run).claims
-    assert stored == [{"text": "The window is 30 days.", "supported": False, "rationale": "No chunk states this.", "metadata": {"confidence": 0.4}}]
+    assert stored == [
+        {
+            "text": "The window is 30 days.",
+            "supported": False,
+            "rationale": "No chunk states this.",
+            "metadata": {"confidence": 0.4},
+        }
+    ]
 
 
 def test_imported_judge_scores_are_kept_as_imported(version, tmp_path):
-    run = import_run(tmp_path, [
-        ok_row("q1", scores={"answer_relevance": 3, "correctness": 0.25}),
-        ok_row("q2", claims=[], scores={"faithfulness": 0.8}),
-    ], k=3)
+    run = import_run(
+        tmp_path,
+        [
+            ok_row("q1", scores={"answer_relevance": 3, "correctness": 0.25}),
+            ok_row("q2", claims=[], scores={"faithfulness": 0.8}),
+        ],
+        k=3,
+    )
     assert scores_of(run, "q1")["answer_relevance"] == 3 and scores_of(run, "q1")["correctness"] == 0.25
     assert scores_of(run, "q2")["faithfulness"] == 0.8  # a judge score without its claims is kept
     assert {"answer_relevance", "correctness", "faithfulness"} <= set(run.summary["metrics"])
@@ -240,7 +332,9 @@ def test_a_context_given_as_a_list_keeps_its_chunks(version, tmp_path):
     row = Row.objects.get(run=run)
     assert row.context == "first chunk\n\nsecond chunk\n\nthird chunk"
     assert row.context_chunks == [
-        {"id": "d1", "text": "first chunk"}, {"id": "d9", "text": "second chunk"}, {"id": "d3", "text": "third chunk"},
+        {"id": "d1", "text": "first chunk"},
+        {"id": "d9", "text": "second chunk"},
+        {"id": "d3", "text": "third chunk"},
     ]
 
 
@@ -289,7 +383,11 @@ def test_the_summary_gives_means_intervals_and_n_per_slice(version, tmp_path):
 def test_stored_retrieval_scores_match_the_engines_single_question_functions_on_the_demo(db, tmp_path):
     paths = make_demo_eval_set(folder=tmp_path / "demo")
     run = run_import(
-        path=paths["cand_rows"], evalset="support-qa", name="cand", k=5, chunks_path=paths["cand_chunks"],
+        path=paths["cand_rows"],
+        evalset="support-qa",
+        name="cand",
+        k=5,
+        chunks_path=paths["cand_chunks"],
         judge_config=demo_judge(paths),
     ).run
     chunks = ChunkMap([json.loads(line) for line in paths["cand_chunks"].read_text().splitlines()])

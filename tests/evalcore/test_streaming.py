@@ -33,8 +33,15 @@ def frozen_version(n: int) -> EvalSetVersion:
     version = EvalSetVersion.objects.create(eval_set=eval_set, number=1, content_hash="b" * 64, question_count=n)
     batch = []
     for i in range(n):
-        batch.append(Question(version=version, qid=f"q{i:06d}", text=f"Question {i}?", qtype=f"t{i % 4}",
-                              gold=[{"doc": f"d{i}", "grade": 1 + i % 3}]))
+        batch.append(
+            Question(
+                version=version,
+                qid=f"q{i:06d}",
+                text=f"Question {i}?",
+                qtype=f"t{i % 4}",
+                gold=[{"doc": f"d{i}", "grade": 1 + i % 3}],
+            )
+        )
         if len(batch) == 5000:
             Question.objects.bulk_create(batch)
             batch = []
@@ -47,14 +54,19 @@ def frozen_version(n: int) -> EvalSetVersion:
 def rows_file(path: Path, n: int) -> Path:
     with path.open("w", encoding="utf-8") as handle:
         for i in range(n):
-            handle.write(json.dumps({
-                "id": f"q{i:06d}",
-                "retrieved": [f"d{i + 1}", f"d{i}", f"x{i}", f"y{i}"],
-                "context_ids": [f"d{i + 1}", f"d{i}"],
-                "context": CONTEXT,
-                "answer": "The notice period is fourteen days. " * 5,
-                "claims": [{"text": "Fourteen days.", "supported": i % 3 != 0}],
-            }) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "id": f"q{i:06d}",
+                        "retrieved": [f"d{i + 1}", f"d{i}", f"x{i}", f"y{i}"],
+                        "context_ids": [f"d{i + 1}", f"d{i}"],
+                        "context": CONTEXT,
+                        "answer": "The notice period is fourteen days. " * 5,
+                        "claims": [{"text": "Fourteen days.", "supported": i % 3 != 0}],
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
@@ -76,7 +88,9 @@ def check_streaming(tmp_path, *, questions: int, small_rows: int, big_rows: int,
     small, big = rows_file(tmp_path / "small.jsonl", small_rows), rows_file(tmp_path / "big.jsonl", big_rows)
     small_result, small_peak = traced_import(small, "small")
     calls: list[tuple[int, int | None, str]] = []
-    big_result, big_peak = traced_import(big, "big", progress=lambda done, total, message: calls.append((done, total, message)))
+    big_result, big_peak = traced_import(
+        big, "big", progress=lambda done, total, message: calls.append((done, total, message))
+    )
 
     run = big_result.run
     assert big_result.created and small_result.created
@@ -97,7 +111,9 @@ def check_streaming(tmp_path, *, questions: int, small_rows: int, big_rows: int,
     peak_growth = big_peak - small_peak
     assert file_growth > 45e6
     assert big_peak < 2 * small_peak, f"peak {small_peak / 1e6:.1f} MB -> {big_peak / 1e6:.1f} MB for 4x the rows"
-    assert peak_growth < 0.25 * file_growth, f"peak grew {peak_growth / 1e6:.1f} MB for {file_growth / 1e6:.1f} MB more file"
+    assert peak_growth < 0.25 * file_growth, (
+        f"peak grew {peak_growth / 1e6:.1f} MB for {file_growth / 1e6:.1f} MB more file"
+    )
 
 
 def test_a_run_file_streams_and_its_memory_does_not_grow_with_the_file(tmp_path, monkeypatch):
@@ -115,7 +131,9 @@ def test_the_import_run_command_shows_a_progress_bar(db, tmp_path):
     frozen_version(10)
     path = rows_file(tmp_path / "rows.jsonl", 10)
     err = io.StringIO()
-    call_command("import_run", str(path), "--evalset", "big", "--name", "r", "--k", "2", stderr=err, stdout=io.StringIO())
+    call_command(
+        "import_run", str(path), "--evalset", "big", "--name", "r", "--k", "2", stderr=err, stdout=io.StringIO()
+    )
     lines = err.getvalue().splitlines()
     assert lines and lines[-1].startswith("import rows.jsonl: [##############################] 100%")
 

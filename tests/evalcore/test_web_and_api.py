@@ -31,7 +31,12 @@ def upload(name: str, records) -> SimpleUploadedFile:
 
 
 EXTRA = [
-    {"id": f"x{i:02d}", "question": f"Extra question {i}?", "type": "policy" if i % 2 else "billing", "gold": [{"doc": f"e{i}"}]}
+    {
+        "id": f"x{i:02d}",
+        "question": f"Extra question {i}?",
+        "type": "policy" if i % 2 else "billing",
+        "gold": [{"doc": f"e{i}"}],
+    }
     for i in range(20)
 ]
 ALL_IDS = [q["id"] for q in QUESTIONS + EXTRA]
@@ -160,7 +165,9 @@ def test_a_superuser_is_an_eval_owner_and_an_inactive_owner_is_not(client, djang
 
 
 def test_uploading_questions_on_the_page_runs_a_job_that_links_to_the_new_version(owner_client, owner):
-    response = owner_client.post(reverse("evalcore:evalsets"), {"file": upload("questions.jsonl", QUESTIONS), "name": "support"})
+    response = owner_client.post(
+        reverse("evalcore:evalsets"), {"file": upload("questions.jsonl", QUESTIONS), "name": "support"}
+    )
     assert response.status_code == 302
     job = Job.objects.get()
     assert response["Location"] == reverse("evalcore:job", args=[job.pk])
@@ -175,10 +182,18 @@ def test_uploading_questions_on_the_page_runs_a_job_that_links_to_the_new_versio
 
 
 def test_uploading_a_run_on_the_page_runs_a_job_that_links_to_the_run(owner_client, version):
-    response = owner_client.post(reverse("evalcore:runs"), {
-        "file": upload("rows.jsonl", ok_rows()), "evalset": "support@1", "name": "from-page", "k": 3, "gain": "exponential",
-        "judge_config": json.dumps(JUDGE), "system_config": json.dumps({"retriever": "bm25"}),
-    })
+    response = owner_client.post(
+        reverse("evalcore:runs"),
+        {
+            "file": upload("rows.jsonl", ok_rows()),
+            "evalset": "support@1",
+            "name": "from-page",
+            "k": 3,
+            "gain": "exponential",
+            "judge_config": json.dumps(JUDGE),
+            "system_config": json.dumps({"retriever": "bm25"}),
+        },
+    )
     assert response.status_code == 302
     job = Job.objects.get()
     assert job.status == "succeeded", job.error
@@ -191,7 +206,9 @@ def test_uploading_a_run_on_the_page_runs_a_job_that_links_to_the_run(owner_clie
 
 def test_an_htmx_upload_answers_with_a_client_redirect_to_the_job(owner_client):
     response = owner_client.post(
-        reverse("evalcore:evalsets"), {"file": upload("questions.jsonl", QUESTIONS), "name": "support"}, HTTP_HX_REQUEST="true",
+        reverse("evalcore:evalsets"),
+        {"file": upload("questions.jsonl", QUESTIONS), "name": "support"},
+        HTTP_HX_REQUEST="true",
     )
     job = Job.objects.get()
     assert response.status_code == 200
@@ -201,7 +218,9 @@ def test_an_htmx_upload_answers_with_a_client_redirect_to_the_job(owner_client):
 def test_a_bad_upload_ends_failed_with_line_numbered_problems_on_the_job_page(owner_client):
     bad = [QUESTIONS[0], {**QUESTIONS[1], "id": "q1"}, {**QUESTIONS[2], "gold": [{"doc": "d4", "grade": "high"}]}]
     before = db_counts()
-    response = owner_client.post(reverse("evalcore:evalsets"), {"file": upload("my questions.jsonl", bad), "name": "support"})
+    response = owner_client.post(
+        reverse("evalcore:evalsets"), {"file": upload("my questions.jsonl", bad), "name": "support"}
+    )
     job = Job.objects.get()
     assert job.status == "failed"
     assert [(p["line"], p["field"]) for p in job.result["problems"]] == [(2, "id"), (3, "gold[0].grade")]
@@ -215,9 +234,15 @@ def test_a_bad_upload_ends_failed_with_line_numbered_problems_on_the_job_page(ow
 
 def test_a_bad_run_upload_ends_failed_and_writes_nothing(owner_client, version):
     before = db_counts()
-    response = owner_client.post(reverse("evalcore:runs"), {
-        "file": upload("rows.jsonl", [ok_row("q1"), '{"id": "q2",']), "evalset": "support", "name": "bad", "gain": "exponential",
-    })
+    response = owner_client.post(
+        reverse("evalcore:runs"),
+        {
+            "file": upload("rows.jsonl", [ok_row("q1"), '{"id": "q2",']),
+            "evalset": "support",
+            "name": "bad",
+            "gain": "exponential",
+        },
+    )
     assert Job.objects.get().status == "failed"
     assert db_counts() == before
     page = owner_client.get(response["Location"]).content.decode()
@@ -225,9 +250,16 @@ def test_a_bad_run_upload_ends_failed_and_writes_nothing(owner_client, version):
 
 
 def test_an_upload_form_with_a_bad_field_is_shown_again_with_the_error(owner_client):
-    response = owner_client.post(reverse("evalcore:runs"), {
-        "file": upload("rows.jsonl", ok_rows()), "evalset": "support", "name": "x", "gain": "exponential", "judge_config": "{oops",
-    })
+    response = owner_client.post(
+        reverse("evalcore:runs"),
+        {
+            "file": upload("rows.jsonl", ok_rows()),
+            "evalset": "support",
+            "name": "x",
+            "gain": "exponential",
+            "judge_config": "{oops",
+        },
+    )
     assert response.status_code == 400
     assert "malformed JSON in the judge config" in response.content.decode()
     assert Job.objects.count() == 0
@@ -235,7 +267,9 @@ def test_an_upload_form_with_a_bad_field_is_shown_again_with_the_error(owner_cli
 
 def test_an_upload_over_the_size_limit_is_refused_on_the_form(owner_client, settings):
     settings.UPLOAD_MAX_BYTES = 10
-    response = owner_client.post(reverse("evalcore:evalsets"), {"file": upload("questions.jsonl", QUESTIONS), "name": "support"})
+    response = owner_client.post(
+        reverse("evalcore:evalsets"), {"file": upload("questions.jsonl", QUESTIONS), "name": "support"}
+    )
     assert response.status_code == 400
     assert "the limit is 10" in response.content.decode()
     assert Job.objects.count() == 0
@@ -247,7 +281,9 @@ def test_an_upload_over_the_size_limit_is_refused_on_the_form(owner_client, sett
 
 
 def test_an_api_upload_creates_a_job_that_succeeds_with_a_result(owner_client):
-    response = owner_client.post("/api/evalsets/import/", {"file": upload("questions.jsonl", QUESTIONS), "name": "support"})
+    response = owner_client.post(
+        "/api/evalsets/import/", {"file": upload("questions.jsonl", QUESTIONS), "name": "support"}
+    )
     assert response.status_code == 202
     job_id = response.json()["id"]
     assert response["Location"] == f"/api/jobs/{job_id}/"
@@ -262,17 +298,31 @@ def test_an_api_upload_creates_a_job_that_succeeds_with_a_result(owner_client):
 def test_an_api_run_upload_and_gate_with_a_token_end_in_a_logged_comparison(client, owner, big_version):
     token = Token.objects.create(user=owner)
     auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
-    for name, rows in (("base", [ok_row(qid) for qid in ALL_IDS]), ("cand", [ok_row(qid, claims=[]) for qid in ALL_IDS])):
-        response = client.post("/api/runs/import/", {
-            "file": upload(f"{name}.jsonl", rows), "evalset": "support", "name": name, "k": 3,
-            "judge_config": json.dumps(JUDGE),
-        }, **auth)
+    for name, rows in (
+        ("base", [ok_row(qid) for qid in ALL_IDS]),
+        ("cand", [ok_row(qid, claims=[]) for qid in ALL_IDS]),
+    ):
+        response = client.post(
+            "/api/runs/import/",
+            {
+                "file": upload(f"{name}.jsonl", rows),
+                "evalset": "support",
+                "name": name,
+                "k": 3,
+                "judge_config": json.dumps(JUDGE),
+            },
+            **auth,
+        )
         assert response.status_code == 202, response.content
         assert client.get(response["Location"], **auth).json()["status"] == "succeeded"
     run = client.get("/api/runs/?evalset=support@1", **auth).json()["results"][0]
     assert run["coverage"] == 1.0 and run["judge_config"]["model"] == "gpt-x"
-    response = client.post("/api/gate/", {"base": "base", "candidate": "cand", "metrics": ["recall@3"], "margin": 0.05},
-                           content_type="application/json", **auth)
+    response = client.post(
+        "/api/gate/",
+        {"base": "base", "candidate": "cand", "metrics": ["recall@3"], "margin": 0.05},
+        content_type="application/json",
+        **auth,
+    )
     assert response.status_code == 202, response.content
     job = client.get(response["Location"], **auth).json()
     assert job["status"] == "succeeded"
@@ -285,20 +335,33 @@ def test_an_api_run_upload_and_gate_with_a_token_end_in_a_logged_comparison(clie
 def test_an_api_gate_across_versions_is_refused_with_a_message(owner_client, world, tmp_path):
     make_eval_set(folder=tmp_path / "v2", questions=QUESTIONS[:2], name="support")
     make_run(folder=tmp_path / "v2", rows=[ok_row("q1")], evalset="support@2", name="newer", k=3)
-    response = owner_client.post("/api/gate/", {"base": f"#{world['base'].pk}", "candidate": "newer"}, content_type="application/json")
+    response = owner_client.post(
+        "/api/gate/", {"base": f"#{world['base'].pk}", "candidate": "newer"}, content_type="application/json"
+    )
     assert response.status_code == 400
     assert "paired on one frozen eval set version" in response.json()["detail"]
 
 
 def test_a_bad_api_upload_ends_failed_with_its_problems(owner_client, version):
     before = db_counts()
-    response = owner_client.post("/api/runs/import/", {
-        "file": upload("rows.jsonl", [ok_row("q1"), ok_row("q42")]), "evalset": "support", "name": "bad", "k": 3,
-    })
+    response = owner_client.post(
+        "/api/runs/import/",
+        {
+            "file": upload("rows.jsonl", [ok_row("q1"), ok_row("q42")]),
+            "evalset": "support",
+            "name": "bad",
+            "k": 3,
+        },
+    )
     job = owner_client.get(response["Location"]).json()
     assert job["status"] == "failed"
     assert job["result"]["problems"] == [
-        {"file": "rows.jsonl", "line": 2, "field": "id", "message": "question 'q42' is not in support v1; rows must answer the version's questions"},
+        {
+            "file": "rows.jsonl",
+            "line": 2,
+            "field": "id",
+            "message": "question 'q42' is not in support v1; rows must answer the version's questions",
+        },
     ]
     assert "rows.jsonl, line 2, field 'id'" in job["error"]
     assert db_counts() == before
@@ -328,7 +391,9 @@ def test_the_openapi_schema_describes_the_evalcore_endpoints(owner_client):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_the_comparison_page_shows_the_overall_status_the_forest_plot_and_the_rows_that_changed_most(owner_client, world):
+def test_the_comparison_page_shows_the_overall_status_the_forest_plot_and_the_rows_that_changed_most(
+    owner_client, world
+):
     comparison = world["comparison"]
     assert comparison.overall == "block"
     page = owner_client.get(reverse("evalcore:comparison", args=[comparison.pk])).content.decode()
@@ -396,10 +461,17 @@ def test_the_version_page_lists_questions_and_runs(owner_client, world):
 
 
 def test_the_compare_form_starts_a_gate_job_that_links_to_the_comparison(owner_client, world):
-    response = owner_client.post(reverse("evalcore:compare"), {
-        "base": world["base"].pk, "candidate": world["cand"].pk, "slice_by": "none", "margin": 0.02, "metrics": "faithfulness",
-        "judge_policy": "off",
-    })
+    response = owner_client.post(
+        reverse("evalcore:compare"),
+        {
+            "base": world["base"].pk,
+            "candidate": world["cand"].pk,
+            "slice_by": "none",
+            "margin": 0.02,
+            "metrics": "faithfulness",
+            "judge_policy": "off",
+        },
+    )
     assert response.status_code == 302
     job = Job.objects.filter(kind="gate").get()
     assert job.status == "succeeded", job.error
@@ -410,10 +482,18 @@ def test_the_compare_form_starts_a_gate_job_that_links_to_the_comparison(owner_c
 
 
 def test_the_compare_form_sets_lower_is_better_as_the_api_and_the_cli_do(owner_client, world):
-    owner_client.post(reverse("evalcore:compare"), {
-        "base": world["base"].pk, "candidate": world["cand"].pk, "slice_by": "none", "margin": 0.02,
-        "metrics": "faithfulness", "lower_is_better": "faithfulness", "judge_policy": "off",
-    })
+    owner_client.post(
+        reverse("evalcore:compare"),
+        {
+            "base": world["base"].pk,
+            "candidate": world["cand"].pk,
+            "slice_by": "none",
+            "margin": 0.02,
+            "metrics": "faithfulness",
+            "lower_is_better": "faithfulness",
+            "judge_policy": "off",
+        },
+    )
     comparison = Comparison.objects.get(pk=Job.objects.filter(kind="gate").get().result["comparison_id"])
     faithfulness = comparison.decisions.get(metric="faithfulness")
     assert faithfulness.higher_is_better is False and faithfulness.status == "pass"  # a drop is an improvement here
@@ -422,9 +502,15 @@ def test_the_compare_form_sets_lower_is_better_as_the_api_and_the_cli_do(owner_c
 def test_the_compare_form_refuses_runs_on_different_versions(owner_client, world, tmp_path):
     make_eval_set(folder=tmp_path / "v2", questions=QUESTIONS[:2], name="support")
     newer = make_run(folder=tmp_path / "v2", rows=[ok_row("q1")], evalset="support@2", name="newer", k=3)
-    response = owner_client.post(reverse("evalcore:compare"), {
-        "base": world["base"].pk, "candidate": newer.pk, "slice_by": "type", "margin": 0.02,
-    })
+    response = owner_client.post(
+        reverse("evalcore:compare"),
+        {
+            "base": world["base"].pk,
+            "candidate": newer.pk,
+            "slice_by": "type",
+            "margin": 0.02,
+        },
+    )
     assert response.status_code == 400
     assert "comparisons are paired on one frozen eval set version" in response.content.decode()
     assert not Job.objects.filter(kind="gate").exists()
@@ -453,7 +539,9 @@ def test_the_job_page_shows_progress_while_the_job_runs(owner_client, owner):
 def test_in_the_embedded_mode_an_upload_returns_at_once_and_the_job_finishes_in_the_background(owner_client, settings):
     settings.EMBEDDED_TASKS_IN_THREAD = True
     started = time.monotonic()
-    response = owner_client.post(reverse("evalcore:evalsets"), {"file": upload("questions.jsonl", QUESTIONS), "name": "support"})
+    response = owner_client.post(
+        reverse("evalcore:evalsets"), {"file": upload("questions.jsonl", QUESTIONS), "name": "support"}
+    )
     assert response.status_code == 302
     job = Job.objects.get()
     deadline = started + 30

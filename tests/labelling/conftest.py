@@ -29,8 +29,13 @@ def demo_run(db, tmp_path) -> Run:
     """The demo's baseline run (400 questions of four types), imported as load_demo does."""
     paths = factories.make_demo_eval_set(folder=tmp_path / "demo")
     return run_import(
-        path=paths["base_rows"], evalset="support-qa@1", name="chunks-512", judge_config=factories.demo_judge(paths),
-        system_config=json.loads(paths["base_system"].read_text()), chunks_path=paths["base_chunks"], k=5,
+        path=paths["base_rows"],
+        evalset="support-qa@1",
+        name="chunks-512",
+        judge_config=factories.demo_judge(paths),
+        system_config=json.loads(paths["base_system"].read_text()),
+        chunks_path=paths["base_chunks"],
+        k=5,
     ).run
 
 

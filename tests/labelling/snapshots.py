@@ -9,4 +9,7 @@ def labelling_state() -> dict[str, Any]:
     """Every row of every labelling table, as values (leases, labels, exports, views, slot counters...)."""
     from django.apps import apps
 
-    return {model.__name__: sorted(map(str, model.objects.values_list())) for model in apps.get_app_config("labelling").get_models()}
+    return {
+        model.__name__: sorted(map(str, model.objects.values_list()))
+        for model in apps.get_app_config("labelling").get_models()
+    }

@@ -62,34 +62,139 @@ def endpoints(w: World) -> list[dict[str, Any]]:
         # annotator pages
         dict(m="get", url=reverse("labelling:mine"), anon=LOGIN, outsider=200, annotator=200, owner=200),
         dict(m="get", url=reverse("labelling:label", args=[name]), anon=LOGIN, outsider=404, annotator=200, owner=404),
-        dict(m="post", url=reverse("labelling:next", args=[name]), htmx=True, anon=LOGIN, outsider=404, annotator=200, owner=404),
-        dict(m="post", url=reverse("labelling:answer", args=[name]), data={"item_id": w.held_item.pk, "value": "skip"},
-             htmx=True, anon=LOGIN, outsider=404, annotator=200, owner=404),
+        dict(
+            m="post",
+            url=reverse("labelling:next", args=[name]),
+            htmx=True,
+            anon=LOGIN,
+            outsider=404,
+            annotator=200,
+            owner=404,
+        ),
+        dict(
+            m="post",
+            url=reverse("labelling:answer", args=[name]),
+            data={"item_id": w.held_item.pk, "value": "skip"},
+            htmx=True,
+            anon=LOGIN,
+            outsider=404,
+            annotator=200,
+            owner=404,
+        ),
         dict(m="get", url=reverse("labelling:recent", args=[name]), anon=LOGIN, outsider=404, annotator=200, owner=404),
-        dict(m="get", url=reverse("labelling:edit", args=[name, w.label.pk]), anon=LOGIN, outsider=404, annotator=200, owner=404),
-        dict(m="post", url=reverse("labelling:edit", args=[name, w.label.pk]), data={"value": "unsupported"},
-             anon=LOGIN, outsider=404, annotator=302, owner=404),
+        dict(
+            m="get",
+            url=reverse("labelling:edit", args=[name, w.label.pk]),
+            anon=LOGIN,
+            outsider=404,
+            annotator=200,
+            owner=404,
+        ),
+        dict(
+            m="post",
+            url=reverse("labelling:edit", args=[name, w.label.pk]),
+            data={"value": "unsupported"},
+            anon=LOGIN,
+            outsider=404,
+            annotator=302,
+            owner=404,
+        ),
         # campaign pages (eval owners)
         dict(m="get", url=reverse("labelling:campaigns"), anon=LOGIN, outsider=403, annotator=403, owner=200),
-        dict(m="post", url=reverse("labelling:campaigns"), data={"name": "new-one"}, anon=LOGIN, outsider=403, annotator=403, owner=400),
-        dict(m="post", url=reverse("labelling:preview"), data={"unit": "answer"}, anon=LOGIN, outsider=403, annotator=403, owner=200),
-        dict(m="get", url=reverse("labelling:campaign", args=[name]), anon=LOGIN, outsider=403, annotator=403, owner=200),
-        dict(m="post", url=reverse("labelling:annotators", args=[name]), data={"annotators": [w.outsider.pk]},
-             anon=LOGIN, outsider=403, annotator=403, owner=302),
-        dict(m="get", url=reverse("labelling:adjudicate", args=[name]), anon=LOGIN, outsider=403, annotator=403, owner=200),
-        dict(m="post", url=reverse("labelling:adjudicate", args=[name]), data={"item_id": w.label.item_id, "value": "supported"},
-             anon=LOGIN, outsider=403, annotator=403, owner=302),
-        dict(m="post", url=reverse("labelling:export", args=[name, "csv"]), anon=LOGIN, outsider=403, annotator=403, owner=302),
-        dict(m="post", url=reverse("labelling:export", args=[name, "jsonl"]), anon=LOGIN, outsider=403, annotator=403, owner=302),
-        dict(m="post", url=reverse("labelling:import", args=[name]), files=lambda: {"file": SimpleUploadedFile("l.csv", csv.encode())},
-             anon=LOGIN, outsider=403, annotator=403, owner=302),
+        dict(
+            m="post",
+            url=reverse("labelling:campaigns"),
+            data={"name": "new-one"},
+            anon=LOGIN,
+            outsider=403,
+            annotator=403,
+            owner=400,
+        ),
+        dict(
+            m="post",
+            url=reverse("labelling:preview"),
+            data={"unit": "answer"},
+            anon=LOGIN,
+            outsider=403,
+            annotator=403,
+            owner=200,
+        ),
+        dict(
+            m="get", url=reverse("labelling:campaign", args=[name]), anon=LOGIN, outsider=403, annotator=403, owner=200
+        ),
+        dict(
+            m="post",
+            url=reverse("labelling:annotators", args=[name]),
+            data={"annotators": [w.outsider.pk]},
+            anon=LOGIN,
+            outsider=403,
+            annotator=403,
+            owner=302,
+        ),
+        dict(
+            m="get",
+            url=reverse("labelling:adjudicate", args=[name]),
+            anon=LOGIN,
+            outsider=403,
+            annotator=403,
+            owner=200,
+        ),
+        dict(
+            m="post",
+            url=reverse("labelling:adjudicate", args=[name]),
+            data={"item_id": w.label.item_id, "value": "supported"},
+            anon=LOGIN,
+            outsider=403,
+            annotator=403,
+            owner=302,
+        ),
+        dict(
+            m="post",
+            url=reverse("labelling:export", args=[name, "csv"]),
+            anon=LOGIN,
+            outsider=403,
+            annotator=403,
+            owner=302,
+        ),
+        dict(
+            m="post",
+            url=reverse("labelling:export", args=[name, "jsonl"]),
+            anon=LOGIN,
+            outsider=403,
+            annotator=403,
+            owner=302,
+        ),
+        dict(
+            m="post",
+            url=reverse("labelling:import", args=[name]),
+            files=lambda: {"file": SimpleUploadedFile("l.csv", csv.encode())},
+            anon=LOGIN,
+            outsider=403,
+            annotator=403,
+            owner=302,
+        ),
         # annotator API
         dict(m="get", url="/api/label/campaigns/", anon=ANON_API, outsider=200, annotator=200, owner=200),
         dict(m="post", url=f"/api/label/{name}/next/", anon=ANON_API, outsider=404, annotator=200, owner=404),
         dict(m="get", url=f"/api/label/{name}/labels/", anon=ANON_API, outsider=404, annotator=200, owner=404),
-        dict(m="post", url=f"/api/label/{name}/labels/", json=lambda: {"item_id": held_now(w), "value": "unsupported"},
-             anon=ANON_API, outsider=404, annotator=201, owner=404),
-        dict(m="post", url=f"/api/label/{name}/skip/", json=lambda: {"item_id": held_now(w)}, anon=ANON_API, outsider=404, annotator=204, owner=404),
+        dict(
+            m="post",
+            url=f"/api/label/{name}/labels/",
+            json=lambda: {"item_id": held_now(w), "value": "unsupported"},
+            anon=ANON_API,
+            outsider=404,
+            annotator=201,
+            owner=404,
+        ),
+        dict(
+            m="post",
+            url=f"/api/label/{name}/skip/",
+            json=lambda: {"item_id": held_now(w)},
+            anon=ANON_API,
+            outsider=404,
+            annotator=204,
+            owner=404,
+        ),
         # owner API
         dict(m="get", url="/api/campaigns/", anon=ANON_API, outsider=403, annotator=403, owner=200),
         dict(m="get", url=f"/api/campaigns/{name}/", anon=ANON_API, outsider=403, annotator=403, owner=200),
@@ -136,15 +241,21 @@ def test_an_annotator_of_another_campaign_gets_404_on_its_label_pages_and_403_on
     assert Label.objects.count() == 1 and not Adjudication.objects.exists()
 
 
-def test_an_assigned_annotator_labels_their_campaign_and_is_refused_the_owner_pages_and_apis(world, annotator, annotator_client):
+def test_an_assigned_annotator_labels_their_campaign_and_is_refused_the_owner_pages_and_apis(
+    world, annotator, annotator_client
+):
     assert check_all(annotator_client, world, "annotator") == []
     assert not Adjudication.objects.exists()
     assert not Campaign.objects.filter(name="new-one").exists()
     assert Label.objects.exclude(annotator=annotator).count() == 0
-    assert Label.objects.filter(annotator=annotator, value="unsupported").count() == 2  # the changed label and the API one
+    assert (
+        Label.objects.filter(annotator=annotator, value="unsupported").count() == 2
+    )  # the changed label and the API one
 
 
-def test_an_eval_owner_uses_every_owner_page_and_api_but_not_label_pages_they_are_not_assigned_to(world, owner_client, owner):
+def test_an_eval_owner_uses_every_owner_page_and_api_but_not_label_pages_they_are_not_assigned_to(
+    world, owner_client, owner
+):
     assert check_all(owner_client, world, "owner") == []
     assert Adjudication.objects.filter(item_id=world.label.item_id, value="supported").exists()
     assert not Label.objects.filter(annotator=owner).exists()
@@ -189,7 +300,9 @@ def test_the_annotator_api_works_with_a_token_and_says_401_without_one(world, an
     assert with_token.status_code == 200 and with_token.json()[0]["name"] == "faith"
 
 
-def test_annotators_see_only_their_own_labels_in_recent_and_the_labels_api(world, annotator, other_annotator, annotator_client):
+def test_annotators_see_only_their_own_labels_in_recent_and_the_labels_api(
+    world, annotator, other_annotator, annotator_client
+):
     label_items(campaign=world.campaign, user=other_annotator, rationale="bea-only-rationale")
 
     recent = annotator_client.get(reverse("labelling:recent", args=[world.campaign.name])).content.decode()

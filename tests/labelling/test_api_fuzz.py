@@ -25,22 +25,52 @@ def fuzz_reads(url: str, token: str, campaign: str, verdicts: int, tmp_path) -> 
     config.write_text(f'[parameters]\n"path.name" = "{campaign}"\nverdicts = {verdicts}\n')
     st = shutil.which("st", path=os.path.dirname(sys.executable)) or "st"
     return subprocess.run(
-        [st, "--config-file", str(config), "run", f"{url}/api/schema/", "-H", f"Authorization: Token {token}",
-         "--include-method", "GET", "-n", "8", "--checks", "not_a_server_error", "--generation-deterministic"],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        [
+            st,
+            "--config-file",
+            str(config),
+            "run",
+            f"{url}/api/schema/",
+            "-H",
+            f"Authorization: Token {token}",
+            "--include-method",
+            "GET",
+            "-n",
+            "8",
+            "--checks",
+            "not_a_server_error",
+            "--generation-deterministic",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
     )
 
 
-def test_fuzzing_every_read_of_the_api_changes_no_campaign(live_server, small_run, make_campaign, owner, annotator, tmp_path):
-    campaign = make_campaign(run=small_run, name="fuzzed", heldout_fraction=0.5, overlap=1, annotators=[owner, annotator])
-    label_items(campaign=campaign, user=annotator, value=lambda item: "unsupported" if item.position % 3 == 0 else "supported")
-    verdict_set = import_verdicts(folder=tmp_path, campaign=campaign, file="tuned.jsonl", judge_config={**JUDGE, "prompt": "tuned"},
-                                  records=[{"question_id": qid_of(i), "supported": i % 2 == 0} for i in range(12)]).verdict_set
+def test_fuzzing_every_read_of_the_api_changes_no_campaign(
+    live_server, small_run, make_campaign, owner, annotator, tmp_path
+):
+    campaign = make_campaign(
+        run=small_run, name="fuzzed", heldout_fraction=0.5, overlap=1, annotators=[owner, annotator]
+    )
+    label_items(
+        campaign=campaign, user=annotator, value=lambda item: "unsupported" if item.position % 3 == 0 else "supported"
+    )
+    verdict_set = import_verdicts(
+        folder=tmp_path,
+        campaign=campaign,
+        file="tuned.jsonl",
+        judge_config={**JUDGE, "prompt": "tuned"},
+        records=[{"question_id": qid_of(i), "supported": i % 2 == 0} for i in range(12)],
+    ).verdict_set
     remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=owner)
     before = labelling_state()
 
     for user in (owner, annotator):
-        result = fuzz_reads(live_server.url, Token.objects.create(user=user).key, campaign.name, verdict_set.pk, tmp_path)
+        result = fuzz_reads(
+            live_server.url, Token.objects.create(user=user).key, campaign.name, verdict_set.pk, tmp_path
+        )
         assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
         assert "passed" in result.stdout
 

@@ -47,7 +47,9 @@ def item_counts(item_id: int) -> tuple[int, int]:
 # ----------------------------------------------------------------------------------------------
 
 
-def test_no_item_gets_more_labels_than_its_overlap_even_with_more_annotators(campaign, annotator, other_annotator, carl):
+def test_no_item_gets_more_labels_than_its_overlap_even_with_more_annotators(
+    campaign, annotator, other_annotator, carl
+):
     campaign_set_annotators(campaign=campaign, users=[carl])
 
     for user in (annotator, other_annotator, carl):
@@ -145,11 +147,15 @@ def test_a_reload_renews_the_lease(campaign, annotator):
 def test_a_double_submit_keeps_one_label(campaign, annotator):
     served = next_item(campaign=campaign, user=annotator)
 
-    first = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="supported", rationale="stated")
+    first = submit_label(
+        campaign=campaign, user=annotator, item_id=served.item.pk, value="supported", rationale="stated"
+    )
     second = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="unsupported")
 
     assert second.pk == first.pk
-    assert list(Label.objects.filter(item_id=served.item.pk).values_list("value", "rationale")) == [("supported", "stated")]
+    assert list(Label.objects.filter(item_id=served.item.pk).values_list("value", "rationale")) == [
+        ("supported", "stated")
+    ]
     assert item_counts(served.item.pk) == (1, 1)
 
 
@@ -178,8 +184,12 @@ def test_a_retried_api_submit_keeps_one_label(campaign, annotator, annotator_cli
     assert Label.objects.get(annotator=annotator).source == "api"
 
 
-def test_an_expired_lease_is_refused_with_a_message_and_its_slot_returns_to_the_pool(small_run, make_campaign, annotator, other_annotator):
-    campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator])
+def test_an_expired_lease_is_refused_with_a_message_and_its_slot_returns_to_the_pool(
+    small_run, make_campaign, annotator, other_annotator
+):
+    campaign = make_campaign(
+        run=small_run, name="short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator]
+    )
     served = next_item(campaign=campaign, user=annotator)
     expire(served.lease)
 
@@ -195,7 +205,9 @@ def test_an_expired_lease_is_refused_with_a_message_and_its_slot_returns_to_the_
 
 
 def test_expired_leases_are_released_when_anyone_asks_for_an_item(small_run, make_campaign, annotator, other_annotator):
-    campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator])
+    campaign = make_campaign(
+        run=small_run, name="short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator]
+    )
     held = next_item(campaign=campaign, user=annotator)
     expire(held.lease)
 
@@ -227,7 +239,9 @@ def test_an_expired_lease_on_the_page_shows_the_message(small_run, make_campaign
     expire(served.lease)
 
     response = annotator_client.post(
-        reverse("labelling:answer", args=[campaign.name]), {"item_id": served.item.pk, "value": "supported"}, HTTP_HX_REQUEST="true"
+        reverse("labelling:answer", args=[campaign.name]),
+        {"item_id": served.item.pk, "value": "supported"},
+        HTTP_HX_REQUEST="true",
     )
 
     assert response.status_code == 200
@@ -235,13 +249,18 @@ def test_an_expired_lease_on_the_page_shows_the_message(small_run, make_campaign
     assert not Label.objects.exists()
 
 
-def test_an_expired_lease_through_the_api_is_a_409_with_the_message(small_run, make_campaign, annotator, annotator_client):
+def test_an_expired_lease_through_the_api_is_a_409_with_the_message(
+    small_run, make_campaign, annotator, annotator_client
+):
     campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=60, annotators=[annotator])
     item_id = annotator_client.post(f"/api/label/{campaign.name}/next/").json()["item_id"]
     expire(Lease.objects.get(item_id=item_id))
 
-    response = annotator_client.post(f"/api/label/{campaign.name}/labels/", {"item_id": item_id, "value": "supported"},
-                                     content_type="application/json")
+    response = annotator_client.post(
+        f"/api/label/{campaign.name}/labels/",
+        {"item_id": item_id, "value": "supported"},
+        content_type="application/json",
+    )
 
     assert response.status_code == 409
     assert "ran out" in response.json()["detail"]
@@ -305,7 +324,9 @@ def test_skipping_through_the_page_returns_the_next_item(solo_campaign, annotato
     served = next_item(campaign=solo_campaign, user=annotator)
 
     response = annotator_client.post(
-        reverse("labelling:answer", args=[solo_campaign.name]), {"item_id": served.item.pk, "value": "skip"}, HTTP_HX_REQUEST="true"
+        reverse("labelling:answer", args=[solo_campaign.name]),
+        {"item_id": served.item.pk, "value": "skip"},
+        HTTP_HX_REQUEST="true",
     )
 
     body = response.content.decode()
@@ -317,18 +338,24 @@ def test_skipping_through_the_page_returns_the_next_item(solo_campaign, annotato
 def test_skipping_through_the_api_gives_the_item_back(solo_campaign, annotator, annotator_client):
     item_id = annotator_client.post(f"/api/label/{solo_campaign.name}/next/").json()["item_id"]
 
-    response = annotator_client.post(f"/api/label/{solo_campaign.name}/skip/", {"item_id": item_id}, content_type="application/json")
+    response = annotator_client.post(
+        f"/api/label/{solo_campaign.name}/skip/", {"item_id": item_id}, content_type="application/json"
+    )
 
     assert response.status_code == 204
     assert item_counts(item_id) == (0, 0)
     assert annotator_client.post(f"/api/label/{solo_campaign.name}/next/").json()["item_id"] != item_id
 
 
-def test_cant_tell_is_recorded_but_does_not_count_and_the_slot_goes_to_someone_else(small_run, make_campaign, annotator, other_annotator):
+def test_cant_tell_is_recorded_but_does_not_count_and_the_slot_goes_to_someone_else(
+    small_run, make_campaign, annotator, other_annotator
+):
     campaign = make_campaign(run=small_run, name="unsure", overlap=1, annotators=[annotator, other_annotator])
     served = next_item(campaign=campaign, user=annotator)
 
-    label = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="cant_tell", rationale="chunk cut off")
+    label = submit_label(
+        campaign=campaign, user=annotator, item_id=served.item.pk, value="cant_tell", rationale="chunk cut off"
+    )
 
     assert Label.objects.get(pk=label.pk).value == "cant_tell" and not label.counts
     assert item_counts(served.item.pk) == (0, 0)
@@ -364,14 +391,18 @@ def test_changing_a_label_between_supported_and_unsupported_keeps_the_counts(cam
     served = next_item(campaign=campaign, user=annotator)
     label = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="supported")
 
-    changed = change_label(campaign=campaign, user=annotator, label_id=label.pk, value="unsupported", rationale="missed a date")
+    changed = change_label(
+        campaign=campaign, user=annotator, label_id=label.pk, value="unsupported", rationale="missed a date"
+    )
 
     assert (changed.pk, changed.value, changed.rationale) == (label.pk, "unsupported", "missed a date")
     assert Label.objects.filter(item_id=served.item.pk).count() == 1
     assert item_counts(served.item.pk) == (1, 1)
 
 
-def test_changing_a_label_to_cant_tell_frees_the_slot_for_someone_else(small_run, make_campaign, annotator, other_annotator):
+def test_changing_a_label_to_cant_tell_frees_the_slot_for_someone_else(
+    small_run, make_campaign, annotator, other_annotator
+):
     campaign = make_campaign(run=small_run, name="back", overlap=1, annotators=[annotator, other_annotator])
     served = next_item(campaign=campaign, user=annotator)
     label = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="supported")
@@ -391,7 +422,9 @@ def test_changing_cant_tell_into_a_label_takes_a_free_slot(campaign, annotator):
     assert item_counts(served.item.pk) == (1, 1)
 
 
-def test_changing_cant_tell_into_a_label_is_refused_when_the_item_filled_up_meanwhile(small_run, make_campaign, annotator, other_annotator):
+def test_changing_cant_tell_into_a_label_is_refused_when_the_item_filled_up_meanwhile(
+    small_run, make_campaign, annotator, other_annotator
+):
     campaign = make_campaign(run=small_run, name="full", overlap=1, annotators=[annotator, other_annotator])
     served = next_item(campaign=campaign, user=annotator)
     unsure = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="cant_tell")
@@ -419,11 +452,14 @@ def test_changing_a_label_on_the_edit_page_saves_it_and_returns_to_labelling(cam
     label = submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="supported")
     url = reverse("labelling:edit", args=[campaign.name, label.pk])
 
-    assert "Your label now: <strong id=\"current-label\">Supported</strong>" in annotator_client.get(url).content.decode()
+    assert 'Your label now: <strong id="current-label">Supported</strong>' in annotator_client.get(url).content.decode()
     response = annotator_client.post(url, {"value": "unsupported", "rationale": "second look"})
 
     assert response.status_code == 302 and response["Location"] == reverse("labelling:label", args=[campaign.name])
-    assert (Label.objects.get(pk=label.pk).value, Label.objects.get(pk=label.pk).rationale) == ("unsupported", "second look")
+    assert (Label.objects.get(pk=label.pk).value, Label.objects.get(pk=label.pk).rationale) == (
+        "unsupported",
+        "second look",
+    )
     assert item_counts(served.item.pk) == (1, 1)
 
 
@@ -457,14 +493,17 @@ def test_removing_an_annotator_releases_their_lease_and_keeps_their_labels(campa
         next_item(campaign=campaign, user=annotator)
 
 
-def test_an_expired_lease_on_a_plain_form_post_is_reported_on_the_page_it_returns(small_run, make_campaign, annotator, annotator_client):
+def test_an_expired_lease_on_a_plain_form_post_is_reported_on_the_page_it_returns(
+    small_run, make_campaign, annotator, annotator_client
+):
     """Without JavaScript the form posts natively and gets the whole page back, with the refusal on it."""
     campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=60, annotators=[annotator])
     served = next_item(campaign=campaign, user=annotator)
     expire(served.lease)
 
-    response = annotator_client.post(reverse("labelling:answer", args=[campaign.name]),
-                                     {"item_id": served.item.pk, "value": "supported"})
+    response = annotator_client.post(
+        reverse("labelling:answer", args=[campaign.name]), {"item_id": served.item.pk, "value": "supported"}
+    )
 
     assert response.status_code == 200 and "<html" in response.content.decode()
     assert "Your hold on this item ran out" in response.content.decode()

@@ -69,9 +69,20 @@ def other(django_user_model):
 @pytest.fixture(params=["answer", "claim"])
 def blind_campaign(request, small_run, make_campaign, annotator, other, owner):
     """Overlap 2: the other annotator labels every item (with a rationale) before adam starts."""
-    campaign = make_campaign(run=small_run, name=f"blind-{request.param}", unit=request.param, overlap=2, heldout_fraction=0.5,
-                             annotators=[annotator, other])
-    label_items(campaign=campaign, user=other, value=lambda item: "unsupported" if item.position % 2 else "supported", rationale=OTHER_RATIONALE)
+    campaign = make_campaign(
+        run=small_run,
+        name=f"blind-{request.param}",
+        unit=request.param,
+        overlap=2,
+        heldout_fraction=0.5,
+        annotators=[annotator, other],
+    )
+    label_items(
+        campaign=campaign,
+        user=other,
+        value=lambda item: "unsupported" if item.position % 2 else "supported",
+        rationale=OTHER_RATIONALE,
+    )
     return campaign
 
 
@@ -89,29 +100,54 @@ def annotator_responses(client, campaign, annotator) -> list[tuple[str, str]]:
     keep("my campaigns page", client.get(reverse("labelling:mine")))
     keep("label page", open_label_page(client, name))
     item_id = Lease.objects.get(annotator=annotator, status="active").item_id
-    keep("answer (htmx)", client.post(reverse("labelling:answer", args=[name]),
-                                      {"item_id": item_id, "value": "supported", "rationale": "mine"}, HTTP_HX_REQUEST="true"))
+    keep(
+        "answer (htmx)",
+        client.post(
+            reverse("labelling:answer", args=[name]),
+            {"item_id": item_id, "value": "supported", "rationale": "mine"},
+            HTTP_HX_REQUEST="true",
+        ),
+    )
     item_id = Lease.objects.get(annotator=annotator, status="active").item_id
-    keep("skip (htmx)", client.post(reverse("labelling:answer", args=[name]), {"item_id": item_id, "value": "skip"}, HTTP_HX_REQUEST="true"))
+    keep(
+        "skip (htmx)",
+        client.post(
+            reverse("labelling:answer", args=[name]), {"item_id": item_id, "value": "skip"}, HTTP_HX_REQUEST="true"
+        ),
+    )
     item_id = Lease.objects.get(annotator=annotator, status="active").item_id
-    keep("answer (plain form, followed)", client.post(reverse("labelling:answer", args=[name]),
-                                                      {"item_id": item_id, "value": "cant_tell"}, follow=True))
+    keep(
+        "answer (plain form, followed)",
+        client.post(reverse("labelling:answer", args=[name]), {"item_id": item_id, "value": "cant_tell"}, follow=True),
+    )
     keep("recent labels", client.get(reverse("labelling:recent", args=[name])))
     keep("recent labels (htmx)", client.get(reverse("labelling:recent", args=[name]), HTTP_HX_REQUEST="true"))
     mine = Label.objects.filter(annotator=annotator).order_by("pk").first()
     edit = reverse("labelling:edit", args=[name, mine.pk])
     keep("edit label", client.get(edit))
     keep("edit label (htmx)", client.get(edit, HTTP_HX_REQUEST="true"))
-    keep("edit label POST (htmx)", client.post(edit, {"value": "unsupported", "rationale": "changed"}, HTTP_HX_REQUEST="true"))
+    keep(
+        "edit label POST (htmx)",
+        client.post(edit, {"value": "unsupported", "rationale": "changed"}, HTTP_HX_REQUEST="true"),
+    )
 
     keep("API my campaigns", client.get("/api/label/campaigns/"))
     keep("API next", client.post(f"/api/label/{name}/next/"))
     item_id = Lease.objects.get(annotator=annotator, status="active").item_id
-    keep("API skip", client.post(f"/api/label/{name}/skip/", {"item_id": item_id}, content_type="application/json"), 204)
+    keep(
+        "API skip", client.post(f"/api/label/{name}/skip/", {"item_id": item_id}, content_type="application/json"), 204
+    )
     keep("API next after skip", client.post(f"/api/label/{name}/next/"))
     item_id = Lease.objects.get(annotator=annotator, status="active").item_id
-    keep("API submit", client.post(f"/api/label/{name}/labels/", {"item_id": item_id, "value": "supported", "rationale": "api"},
-                                   content_type="application/json"), 201)
+    keep(
+        "API submit",
+        client.post(
+            f"/api/label/{name}/labels/",
+            {"item_id": item_id, "value": "supported", "rationale": "api"},
+            content_type="application/json",
+        ),
+        201,
+    )
     keep("API my labels", client.get(f"/api/label/{name}/labels/"))
 
     # label the rest, then the finished states
@@ -120,8 +156,11 @@ def annotator_responses(client, campaign, annotator) -> list[tuple[str, str]]:
         if response.status_code == 204:
             keep("API next when done", response, 204)
             break
-        client.post(f"/api/label/{name}/labels/", {"item_id": response.json()["item_id"], "value": "supported"},
-                    content_type="application/json")
+        client.post(
+            f"/api/label/{name}/labels/",
+            {"item_id": response.json()["item_id"], "value": "supported"},
+            content_type="application/json",
+        )
     keep("label page when done", open_label_page(client, name))
     keep("my campaigns when done", client.get(reverse("labelling:mine")))
     keep("API my labels when done", client.get(f"/api/label/{name}/labels/"))
@@ -150,7 +189,16 @@ def test_no_annotator_facing_page_or_endpoint_reveals_the_judge_scores_metadata_
 def test_the_next_item_api_sends_only_the_allowlisted_fields(solo_campaign, annotator_client):
     served = annotator_client.post(f"/api/label/{solo_campaign.name}/next/").json()
 
-    assert set(served) == {"item_id", "question", "context", "answer", "claim", "claim_number", "lease_expires_at", "question_asked"}
+    assert set(served) == {
+        "item_id",
+        "question",
+        "context",
+        "answer",
+        "claim",
+        "claim_number",
+        "lease_expires_at",
+        "question_asked",
+    }
     assert all(set(chunk) == {"n", "id", "text"} for chunk in served["context"])
     qid = Item.objects.get(pk=served["item_id"]).row.question.qid
     assert [chunk["id"] for chunk in served["context"]] == [f"doc-{qid}-a", f"doc-{qid}-b"]
@@ -164,7 +212,17 @@ def test_the_own_labels_api_sends_only_the_annotators_own_labels(blind_campaign,
     assert len(mine) == blind_campaign.items.count()
     assert {row["id"] for row in mine} == set(Label.objects.filter(annotator=annotator).values_list("pk", flat=True))
     assert {row["rationale"] for row in mine} == {"my own reason"}
-    assert set(mine[0]) == {"id", "item_id", "question_id", "claim_index", "value", "rationale", "seconds", "created_at", "updated_at"}
+    assert set(mine[0]) == {
+        "id",
+        "item_id",
+        "question_id",
+        "claim_index",
+        "value",
+        "rationale",
+        "seconds",
+        "created_at",
+        "updated_at",
+    }
 
 
 def test_an_annotator_cannot_open_another_annotators_label(blind_campaign, annotator_client, other):
@@ -185,12 +243,18 @@ def _hold(user, item) -> None:
 
 
 def _masked(body: str, item: Item, username: str) -> str:
-    body = body.replace(item.row.question.qid, "QID").replace(f'value="{item.pk}"', 'value="ITEM"').replace(username, "USER")
+    body = (
+        body.replace(item.row.question.qid, "QID")
+        .replace(f'value="{item.pk}"', 'value="ITEM"')
+        .replace(username, "USER")
+    )
     body = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', 'name="csrfmiddlewaretoken" value="CSRF"', body)
     return re.sub(r'"X-CSRFToken": "[^"]+"', '"X-CSRFToken": "CSRF"', body)
 
 
-def test_the_page_of_an_item_the_judge_rejected_is_the_page_of_one_it_accepted(small_run, make_campaign, annotator, other, client):
+def test_the_page_of_an_item_the_judge_rejected_is_the_page_of_one_it_accepted(
+    small_run, make_campaign, annotator, other, client
+):
     """Two billing answers, one the judge marked unsupported: masked of their ids, the pages are identical."""
     campaign = make_campaign(run=small_run, name="twins", overlap=1, annotators=[annotator, other])
     accepted = Item.objects.get(campaign=campaign, row__question__qid="q0001")
@@ -204,7 +268,16 @@ def test_the_page_of_an_item_the_judge_rejected_is_the_page_of_one_it_accepted(s
         client.force_login(user)
         pages.append(_masked(open_label_page(client, campaign.name).content.decode(), item, user.username))
         blind = blind_item(item)
-        assert set(blind) == {"item_id", "question", "context", "answer", "answer_html", "claim", "claim_number", "claim_count"}
+        assert set(blind) == {
+            "item_id",
+            "question",
+            "context",
+            "answer",
+            "answer_html",
+            "claim",
+            "claim_number",
+            "claim_count",
+        }
 
     assert pages[0] == pages[1]
 

@@ -15,8 +15,14 @@ from tests.factories import make_marked_run
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "browser" / "artifacts"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -67,9 +73,13 @@ def tab_to(page, predicate_js: str, limit: int = 60) -> None:
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_an_annotator_labels_with_the_keyboard_goes_back_changes_a_label_and_finishes(page, live_server, tmp_path, annotator, make_campaign):
+def test_an_annotator_labels_with_the_keyboard_goes_back_changes_a_label_and_finishes(
+    page, live_server, tmp_path, annotator, make_campaign
+):
     run = make_marked_run(folder=tmp_path / "run", n=5, evalset="browser")
-    campaign = make_campaign(run=run, name="keyboard", overlap=1, guidance="Judge only against the context shown.", annotators=[annotator])
+    campaign = make_campaign(
+        run=run, name="keyboard", overlap=1, guidance="Judge only against the context shown.", annotators=[annotator]
+    )
     label_url = f"{live_server.url}/label/{campaign.name}/"
 
     # log in with the keyboard
@@ -144,8 +154,13 @@ def test_an_annotator_labels_with_the_keyboard_goes_back_changes_a_label_and_fin
     page.screenshot(path=str(ARTIFACTS / "done-state.png"), full_page=True)
 
     labels = dict(Label.objects.filter(annotator=annotator).values_list("item_id", "value"))
-    assert labels == {int(first): "unsupported", int(second): "unsupported", int(third): "cant_tell",
-                      int(fourth): "supported", **{k: v for k, v in labels.items() if k not in {int(first), int(second), int(third), int(fourth)}}}
+    assert labels == {
+        int(first): "unsupported",
+        int(second): "unsupported",
+        int(third): "cant_tell",
+        int(fourth): "supported",
+        **{k: v for k, v in labels.items() if k not in {int(first), int(second), int(third), int(fourth)}},
+    }
     assert len(labels) == 5 and list(labels.values()).count("supported") == 2
     assert Label.objects.get(item_id=second, annotator=annotator).rationale == "says 10 days but the chunk says 14"
     assert not Lease.objects.filter(status="active").exists()
@@ -154,7 +169,9 @@ def test_an_annotator_labels_with_the_keyboard_goes_back_changes_a_label_and_fin
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_a_key_pressed_the_moment_the_next_item_swaps_in_still_answers_without_a_page_load(page, live_server, tmp_path, annotator, make_campaign):
+def test_a_key_pressed_the_moment_the_next_item_swaps_in_still_answers_without_a_page_load(
+    page, live_server, tmp_path, annotator, make_campaign
+):
     run = make_marked_run(folder=tmp_path / "run", n=3, evalset="quick")
     campaign = make_campaign(run=run, name="quick", overlap=1, annotators=[annotator])
     page.goto(f"{live_server.url}/accounts/login/?next=/label/{campaign.name}/")
@@ -176,8 +193,13 @@ def test_a_key_pressed_the_moment_the_next_item_swaps_in_still_answers_without_a
     page.on("request", lambda r: hx_posts.append(r.headers.get("hx-request")) if r.method == "POST" else None)
 
     page.keyboard.press("s")
-    page.wait_for_function("document.getElementById('share-done') && document.getElementById('share-done').textContent === '2'")
+    page.wait_for_function(
+        "document.getElementById('share-done') && document.getElementById('share-done').textContent === '2'"
+    )
 
     assert page.evaluate("window.__marker") == "same-page"
     assert hx_posts == ["true", "true"]
-    assert sorted(Label.objects.filter(annotator=annotator).values_list("value", flat=True)) == ["supported", "unsupported"]
+    assert sorted(Label.objects.filter(annotator=annotator).values_list("value", flat=True)) == [
+        "supported",
+        "unsupported",
+    ]

@@ -41,7 +41,9 @@ def strata_of(campaign: Campaign) -> dict[str, dict]:
 def test_a_claim_sample_gives_the_judges_rare_unsupported_verdict_at_least_a_quarter(demo_run, make_campaign):
     candidates = population(demo_run, "claim")
     rare_share = sum(not c.judge_supported for c in candidates) / len(candidates)
-    assert rare_share < 0.15, "the demo's claims must make 'unsupported' the rare verdict for this test to mean anything"
+    assert rare_share < 0.15, (
+        "the demo's claims must make 'unsupported' the rare verdict for this test to mean anything"
+    )
 
     campaign = make_campaign(run=demo_run, name="claims-200", unit="claim", size=200, heldout_fraction=0.3)
 
@@ -206,7 +208,15 @@ def test_a_run_with_fewer_than_200_items_warns_that_it_has_no_more(small_run):
 def test_the_owner_sees_the_strata_and_the_warning_before_creating(owner_client, small_run):
     response = owner_client.post(
         reverse("labelling:preview"),
-        {"name": "x", "run": small_run.pk, "unit": "answer", "size": 500, "heldout_fraction": 0.5, "overlap": 1, "seed": 7},
+        {
+            "name": "x",
+            "run": small_run.pk,
+            "unit": "answer",
+            "size": 500,
+            "heldout_fraction": 0.5,
+            "overlap": 1,
+            "seed": 7,
+        },
         HTTP_HX_REQUEST="true",
     )
 
@@ -237,14 +247,26 @@ def test_a_claim_campaign_labels_single_claims_and_an_answer_campaign_whole_answ
 
 
 def test_the_default_judge_question_depends_on_the_unit(small_run, make_campaign):
-    assert make_campaign(run=small_run, name="a", unit="answer").judge_question == "Is the answer supported by the context?"
-    assert make_campaign(run=small_run, name="c", unit="claim").judge_question == "Is this claim supported by the context?"
+    assert (
+        make_campaign(run=small_run, name="a", unit="answer").judge_question
+        == "Is the answer supported by the context?"
+    )
+    assert (
+        make_campaign(run=small_run, name="c", unit="claim").judge_question == "Is this claim supported by the context?"
+    )
 
 
-def test_annotators_are_shown_the_judges_question_verbatim_with_the_owners_guidance(small_run, make_campaign, annotator, client):
+def test_annotators_are_shown_the_judges_question_verbatim_with_the_owners_guidance(
+    small_run, make_campaign, annotator, client
+):
     question = 'Does the context state this claim? Answer "yes" only if every number & date is there.'
     campaign = make_campaign(
-        run=small_run, name="verbatim", unit="claim", judge_question=question, guidance="Ignore formatting differences.", annotators=[annotator]
+        run=small_run,
+        name="verbatim",
+        unit="claim",
+        judge_question=question,
+        guidance="Ignore formatting differences.",
+        annotators=[annotator],
     )
     client.force_login(annotator)
 
@@ -298,14 +320,41 @@ def test_a_run_without_judge_verdicts_cannot_be_sampled(tmp_path, db):
 def test_the_create_campaign_command_prints_the_strata_and_creates_the_campaign(demo_run, annotator, other_annotator):
     out = StringIO()
     call_command(
-        "create_campaign", "--run", "chunks-512", "--name", "faith-q3", "--unit", "claim", "--size", "200",
-        "--heldout", "0.4", "--overlap", "2", "--seed", "5", "--annotator", "adam", "--annotator", "bea", stdout=out,
+        "create_campaign",
+        "--run",
+        "chunks-512",
+        "--name",
+        "faith-q3",
+        "--unit",
+        "claim",
+        "--size",
+        "200",
+        "--heldout",
+        "0.4",
+        "--overlap",
+        "2",
+        "--seed",
+        "5",
+        "--annotator",
+        "adam",
+        "--annotator",
+        "bea",
+        stdout=out,
     )
 
     text = out.getvalue()
     campaign = Campaign.objects.get(name="faith-q3")
-    assert (campaign.unit, campaign.size, campaign.overlap, campaign.seed, campaign.heldout_fraction) == ("claim", 200, 2, 5, 0.4)
-    assert set(CampaignAnnotator.objects.filter(campaign=campaign).values_list("user__username", flat=True)) == {"adam", "bea"}
+    assert (campaign.unit, campaign.size, campaign.overlap, campaign.seed, campaign.heldout_fraction) == (
+        "claim",
+        200,
+        2,
+        5,
+        0.4,
+    )
+    assert set(CampaignAnnotator.objects.filter(campaign=campaign).values_list("user__username", flat=True)) == {
+        "adam",
+        "bea",
+    }
     assert "Created campaign faith-q3: 200 items from chunks-512" in text
     assert "available" in text and "sampled" in text and "held out" in text
     for s in campaign.strata:
@@ -339,8 +388,18 @@ def test_the_create_campaign_command_explains_what_is_wrong(small_run, argv, mes
 def test_an_eval_owner_creates_a_campaign_from_the_form(owner_client, small_run, annotator):
     response = owner_client.post(
         reverse("labelling:campaigns"),
-        {"name": "from-form", "run": small_run.pk, "unit": "claim", "size": 10, "heldout_fraction": 0.3, "overlap": 2,
-         "seed": 3, "annotators": [annotator.pk], "judge_question": "", "guidance": "Be strict."},
+        {
+            "name": "from-form",
+            "run": small_run.pk,
+            "unit": "claim",
+            "size": 10,
+            "heldout_fraction": 0.3,
+            "overlap": 2,
+            "seed": 3,
+            "annotators": [annotator.pk],
+            "judge_question": "",
+            "guidance": "Be strict.",
+        },
     )
 
     assert response.status_code == 302
@@ -353,7 +412,11 @@ def test_an_eval_owner_creates_a_campaign_from_the_form(owner_client, small_run,
 
 
 def test_the_fit_thresholds_are_set_by_the_service_which_refuses_numbers_out_of_range(campaign):
-    for kappa, miss, message in ((1.5, 0.1, "kappa threshold"), (0.5, -0.1, "miss-rate threshold"), (float("nan"), 0.1, "kappa threshold")):
+    for kappa, miss, message in (
+        (1.5, 0.1, "kappa threshold"),
+        (0.5, -0.1, "miss-rate threshold"),
+        (float("nan"), 0.1, "kappa threshold"),
+    ):
         with pytest.raises(CampaignError, match=message):
             campaign_set_thresholds(campaign=campaign, fit_kappa=kappa, fit_miss_rate=miss)
 

@@ -41,7 +41,9 @@ def annotate_until_done(campaign_id: int, user_id: int, start: threading.Barrier
                 # Done, unless an item still lacks labels and this annotator has not labelled it
                 # (its last slot may be held by someone else's lease for a moment).
                 still_open = (
-                    Item.objects.filter(campaign=campaign, label_count__lt=F("overlap")).exclude(labels__annotator=user).exists()
+                    Item.objects.filter(campaign=campaign, label_count__lt=F("overlap"))
+                    .exclude(labels__annotator=user)
+                    .exists()
                 )
                 if not still_open:
                     break
@@ -66,7 +68,9 @@ def run_annotators(campaign: Campaign, users: list) -> dict:
     stats: dict = {}
     errors: list = []
     threads = [
-        threading.Thread(target=annotate_until_done, args=(campaign.pk, u.pk, start, stats, errors), name=f"annotator-{u.username}")
+        threading.Thread(
+            target=annotate_until_done, args=(campaign.pk, u.pk, start, stats, errors), name=f"annotator-{u.username}"
+        )
         for u in users
     ]
     for thread in threads:
@@ -78,15 +82,24 @@ def run_annotators(campaign: Campaign, users: list) -> dict:
     return stats
 
 
-def make_campaign_with_annotators(tmp_path, django_user_model, *, items: int, annotators: int, overlap: int) -> tuple[Campaign, list]:
-    run = make_marked_run(folder=tmp_path / "many", n=items, evalset="many", claims=1, verdicts=lambda i, c: [i % 5 != 0])
-    users = [django_user_model.objects.create_user(f"annotator{i:02d}", password="x-pass-123456", role="annotator") for i in range(annotators)]
+def make_campaign_with_annotators(
+    tmp_path, django_user_model, *, items: int, annotators: int, overlap: int
+) -> tuple[Campaign, list]:
+    run = make_marked_run(
+        folder=tmp_path / "many", n=items, evalset="many", claims=1, verdicts=lambda i, c: [i % 5 != 0]
+    )
+    users = [
+        django_user_model.objects.create_user(f"annotator{i:02d}", password="x-pass-123456", role="annotator")
+        for i in range(annotators)
+    ]
     campaign = make_campaign(run=run, name="crowd", size=items, overlap=overlap, heldout_fraction=0.3, annotators=users)
     assert campaign.items.count() == items
     return campaign, users
 
 
-def assert_exactly_overlap_labels_from_different_people(campaign: Campaign, items: int, overlap: int, annotators: int, stats: dict) -> None:
+def assert_exactly_overlap_labels_from_different_people(
+    campaign: Campaign, items: int, overlap: int, annotators: int, stats: dict
+) -> None:
     labels = Label.objects.filter(item__campaign=campaign)
     assert labels.count() == items * overlap, "labels lost or extra"
     assert not labels.filter(annotator__isnull=True).exists()
@@ -162,7 +175,9 @@ def test_an_open_item_locked_for_a_moment_by_someone_elses_submit_is_not_reporte
     """The last open item is row-locked by another annotator's transaction: wait for it, don't say "done"."""
     from django.db import transaction
 
-    campaign, (first, second) = make_campaign_with_annotators(tmp_path, django_user_model, items=1, annotators=2, overlap=2)
+    campaign, (first, second) = make_campaign_with_annotators(
+        tmp_path, django_user_model, items=1, annotators=2, overlap=2
+    )
     item = Item.objects.get(campaign=campaign)
     served = next_item(campaign=campaign, user=first)
     locked, release = threading.Event(), threading.Event()

@@ -38,7 +38,9 @@ def test_every_demo_label_says_supported_exactly_when_the_claim_is_stated_in_its
         row = label.item.row
         claim = row.claims[label.item.claim_index]["text"]
         stated = any(claim in chunk for chunk in contexts[row.question.qid])
-        assert label.value == ("supported" if stated else "unsupported"), f"{row.question.qid} claim {label.item.claim_index}: {claim!r}"
+        assert label.value == ("supported" if stated else "unsupported"), (
+            f"{row.question.qid} claim {label.item.claim_index}: {claim!r}"
+        )
 
 
 def test_the_disagreements_are_the_judges_mistakes_and_the_judge_passes_unsupported_claims(demo):
@@ -90,8 +92,14 @@ def test_the_gate_sends_the_unfit_judges_faithfulness_to_review_and_lets_the_tun
     assert code == 3 and data["overall"] == "review" and data["judge_policy"] == "review"
     assert (faith["data_status"], faith["status"]) == ("block", "review")
     judge = faith["judge"]
-    assert judge["status"] == "not_fit" and judge["campaign"] == "faithfulness-claims" and judge["source"] == "judge report"
-    assert 0.25 <= judge["miss_rate"] <= 0.45 and judge["miss_rate"] > judge["fit_miss_rate"]  # weighted to the run, about a third
+    assert (
+        judge["status"] == "not_fit"
+        and judge["campaign"] == "faithfulness-claims"
+        and judge["source"] == "judge report"
+    )
+    assert (
+        0.25 <= judge["miss_rate"] <= 0.45 and judge["miss_rate"] > judge["fit_miss_rate"]
+    )  # weighted to the run, about a third
     assert f"misses {round(100 * judge['miss_rate'])} % of unsupported claims" in faith["message"]
     recall = next(d for d in data["decisions"] if d["metric"] == "recall@5" and d["slice"] == "all")
     assert recall["status"] == recall["data_status"] == "pass" and recall["judge"] is None
@@ -113,12 +121,20 @@ def test_a_newer_measurement_with_too_few_labels_makes_a_validation_stale_and_al
     campaign = campaign_create(run=tuned, name="tuned-check", unit="claim", size=40, heldout_fraction=0.0, seed=3)
     items = list(campaign.items.select_related("row__question")[:5])
     path = demo / "few.csv"
-    path.write_text("question_id,claim_index,label,annotator\n" + "".join(
-        f"{i.row.question.qid},{i.claim_index},{'supported' if i.judge_supported else 'unsupported'},maria\n" for i in items))
+    path.write_text(
+        "question_id,claim_index,label,annotator\n"
+        + "".join(
+            f"{i.row.question.qid},{i.claim_index},{'supported' if i.judge_supported else 'unsupported'},maria\n"
+            for i in items
+        )
+    )
     labels_import(campaign=campaign, path=path)
     validation = judge_validation(tuned.judge_config)
     assert validation.status == "fit" and validation.source == "held-out re-measurement"
-    assert "newer judge report on campaign tuned-check" in validation.stale and "only 5 labelled claims" in validation.stale
+    assert (
+        "newer judge report on campaign tuned-check" in validation.stale
+        and "only 5 labelled claims" in validation.stale
+    )
     assert "stale:" in validation.reason
 
     Campaign.objects.filter(name="faithfulness-claims").delete()  # no measurement that counts is left

@@ -59,40 +59,73 @@ DOORS: dict[tuple[str, str], Door] = {
     ("labelling:mine", "GET"): Door(False, LABEL_PAGES),
     ("labelling:label", "GET"): Door(False, LABEL_PAGES, {"name": "{campaign}"}),
     ("labelling:next", "POST"): Door(False, LABEL_PAGES, {"name": "{campaign}"}),
-    ("labelling:answer", "POST"): Door(False, LABEL_PAGES, {"name": "{campaign}"}, {"item_id": "{held}", "value": "supported"}),
+    ("labelling:answer", "POST"): Door(
+        False, LABEL_PAGES, {"name": "{campaign}"}, {"item_id": "{held}", "value": "supported"}
+    ),
     ("labelling:recent", "GET"): Door(False, LABEL_PAGES, {"name": "{campaign}"}),
     ("labelling:edit", "GET"): Door(False, LABEL_PAGES, {"name": "{campaign}", "label_id": "{label}"}),
-    ("labelling:edit", "POST"): Door(False, LABEL_PAGES, {"name": "{campaign}", "label_id": "{label}"}, {"value": "unsupported"}),
+    ("labelling:edit", "POST"): Door(
+        False, LABEL_PAGES, {"name": "{campaign}", "label_id": "{label}"}, {"value": "unsupported"}
+    ),
     ("api-my-campaigns", "GET"): Door(False, LABEL_PAGES),
     ("api-next", "POST"): Door(False, LABEL_PAGES, {"name": "{campaign}"}),
     ("api-my-labels", "GET"): Door(False, LABEL_PAGES, {"name": "{campaign}"}),
-    ("api-my-labels", "POST"): Door(False, LABEL_PAGES, {"name": "{campaign}"}, {"item_id": "{held}", "value": "supported"}),
+    ("api-my-labels", "POST"): Door(
+        False, LABEL_PAGES, {"name": "{campaign}"}, {"item_id": "{held}", "value": "supported"}
+    ),
     ("api-skip", "POST"): Door(False, LABEL_PAGES, {"name": "{campaign}"}, {"item_id": "{held}"}),
     # the eval owners' campaign pages
     ("labelling:campaigns", "GET"): Door(False, OWNER_READS),
-    ("labelling:campaigns", "POST"): Door(False, WRITES, data={"name": "doors-new", "run": "{run}", "unit": "answer", "size": "4",
-                                                               "heldout_fraction": "0.5", "overlap": "1", "seed": "7"}),
-    ("labelling:preview", "POST"): Door(False, OWNER_READS, data={"run": "{run}", "unit": "answer", "size": "4",
-                                                                  "heldout_fraction": "0.5", "overlap": "1", "seed": "7"}),
+    ("labelling:campaigns", "POST"): Door(
+        False,
+        WRITES,
+        data={
+            "name": "doors-new",
+            "run": "{run}",
+            "unit": "answer",
+            "size": "4",
+            "heldout_fraction": "0.5",
+            "overlap": "1",
+            "seed": "7",
+        },
+    ),
+    ("labelling:preview", "POST"): Door(
+        False,
+        OWNER_READS,
+        data={"run": "{run}", "unit": "answer", "size": "4", "heldout_fraction": "0.5", "overlap": "1", "seed": "7"},
+    ),
     ("labelling:campaign", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
     ("labelling:annotators", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"annotators": ["{bea}"]}),
     ("labelling:adjudicate", "GET"): Door(
-        False, "shows the labels of items people disagree on, on screen, to decide their final label (held-out items "
-               "need one too); nothing is downloaded", {"name": "{campaign}"}),
-    ("labelling:adjudicate", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"item_id": "{held}", "value": "supported"}),
+        False,
+        "shows the labels of items people disagree on, on screen, to decide their final label (held-out items "
+        "need one too); nothing is downloaded",
+        {"name": "{campaign}"},
+    ),
+    ("labelling:adjudicate", "POST"): Door(
+        False, WRITES, {"name": "{campaign}"}, {"item_id": "{held}", "value": "supported"}
+    ),
     ("labelling:export", "POST"): Door(True, EXPORTS, {"name": "{campaign}", "fmt": "csv"}),
     ("labelling:import", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"file": "{labels_file}"}),
     # the judge report, re-measurement and disagreement exports
     ("labelling:report", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
-    ("labelling:report", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"fit_kappa": "0.5", "fit_miss_rate": "0.2"}),
+    ("labelling:report", "POST"): Door(
+        False, WRITES, {"name": "{campaign}"}, {"fit_kappa": "0.5", "fit_miss_rate": "0.2"}
+    ),
     ("labelling:remeasure", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}, query="verdicts={verdict_set}"),
-    ("labelling:remeasure", "POST"): Door(False, REMEASURE_OPEN, {"name": "{campaign}"}, query="verdicts={verdict_set}"),
+    ("labelling:remeasure", "POST"): Door(
+        False, REMEASURE_OPEN, {"name": "{campaign}"}, query="verdicts={verdict_set}"
+    ),
     ("labelling:export-create", "POST"): Door(True, EXPORTS, {"name": "{campaign}"}, {"format": "jsonl", "seed": "7"}),
     ("labelling:export-download", "GET"): Door(
-        False, "downloads an export that the POST which made it recorded", {"name": "{campaign}", "version": "{export}"}),
-    ("labelling:verdicts", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"file": "{verdicts_file}",
-                                                                                 "judge_config": "{judge_config}"}),
-    ("labelling:fresh-heldout", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"name": "doors-fresh", "size": "3"}),
+        False, "downloads an export that the POST which made it recorded", {"name": "{campaign}", "version": "{export}"}
+    ),
+    ("labelling:verdicts", "POST"): Door(
+        False, WRITES, {"name": "{campaign}"}, {"file": "{verdicts_file}", "judge_config": "{judge_config}"}
+    ),
+    ("labelling:fresh-heldout", "POST"): Door(
+        False, WRITES, {"name": "{campaign}"}, {"name": "doors-fresh", "size": "3"}
+    ),
     # the eval owners' API
     ("api-campaigns", "GET"): Door(False, OWNER_READS),
     ("api-campaign", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
@@ -100,7 +133,9 @@ DOORS: dict[tuple[str, str], Door] = {
     ("api-judge-report", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
     ("api-remeasure", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}, query="verdicts={verdict_set}"),
     ("api-remeasure", "POST"): Door(False, REMEASURE_OPEN, {"name": "{campaign}"}, query="verdicts={verdict_set}"),
-    ("api-exports", "GET"): Door(False, "lists the exports (who, when, how many items), not their content", {"name": "{campaign}"}),
+    ("api-exports", "GET"): Door(
+        False, "lists the exports (who, when, how many items), not their content", {"name": "{campaign}"}
+    ),
     ("api-exports", "POST"): Door(True, EXPORTS, {"name": "{campaign}"}, {"format": "chat"}),
 }
 
@@ -109,9 +144,17 @@ COMMANDS: dict[str, tuple[list[str], bool, str]] = {
     "export_labels": (["{campaign}", "--format", "jsonl"], True, EXPORTS),
     "export_disagreements": (["{campaign}", "--format", "csv"], True, EXPORTS),
     "judge_report": (["{campaign}", "--json"], False, OWNER_READS),
-    "create_campaign": (["--run", "{run_name}", "--name", "doors-cli", "--unit", "answer", "--size", "4"], False, WRITES),
+    "create_campaign": (
+        ["--run", "{run_name}", "--name", "doors-cli", "--unit", "answer", "--size", "4"],
+        False,
+        WRITES,
+    ),
     "import_labels": (["{labels_path}", "--campaign", "{campaign}", "--quiet"], False, WRITES),
-    "import_verdicts": (["{verdicts_path}", "--campaign", "{campaign}", "--judge-config", "{judge_config_path}", "--quiet"], False, WRITES),
+    "import_verdicts": (
+        ["{verdicts_path}", "--campaign", "{campaign}", "--judge-config", "{judge_config_path}", "--quiet"],
+        False,
+        WRITES,
+    ),
     "load_demo": ([], False, "loads the demo data and prints what it did"),
 }
 
@@ -141,26 +184,51 @@ def world(small_run, make_campaign, owner, annotator, other_annotator, tmp_path,
     """A campaign half held out, labelled by adam; the owner is an annotator too, holds an item and gave one label;
     a tuned judge's verdicts; one disagreement export; files to import."""
     settings.VAR_DIR = tmp_path / "var"
-    campaign = make_campaign(run=small_run, name="doors", heldout_fraction=0.5, overlap=2, annotators=[owner, annotator])
-    label_items(campaign=campaign, user=annotator, value=lambda item: "unsupported" if item.position % 3 == 0 else "supported")
+    campaign = make_campaign(
+        run=small_run, name="doors", heldout_fraction=0.5, overlap=2, annotators=[owner, annotator]
+    )
+    label_items(
+        campaign=campaign, user=annotator, value=lambda item: "unsupported" if item.position % 3 == 0 else "supported"
+    )
     first = next_item(campaign=campaign, user=owner)
     label = submit_label(campaign=campaign, user=owner, item_id=first.item.pk, value="unsupported")
     held = next_item(campaign=campaign, user=owner)
-    verdict_set = import_verdicts(folder=tmp_path, campaign=campaign, file="tuned.jsonl", judge_config=TUNED,
-                                  records=[{"question_id": qid_of(i), "supported": i % 2 == 0} for i in range(12)]).verdict_set
+    verdict_set = import_verdicts(
+        folder=tmp_path,
+        campaign=campaign,
+        file="tuned.jsonl",
+        judge_config=TUNED,
+        records=[{"question_id": qid_of(i), "supported": i % 2 == 0} for i in range(12)],
+    ).verdict_set
     remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=owner)  # so reading it answers 200
     export = disagreements_export(campaign=campaign, fmt="jsonl")
-    labels = write_csv(tmp_path / "labels.csv", ["question_id", "label", "annotator"], [["q0000", "cant_tell", "ext-x"]])
-    other_verdicts = write_jsonl(tmp_path / "other.jsonl", [{"question_id": qid_of(i), "supported": True} for i in range(12)])
+    labels = write_csv(
+        tmp_path / "labels.csv", ["question_id", "label", "annotator"], [["q0000", "cant_tell", "ext-x"]]
+    )
+    other_verdicts = write_jsonl(
+        tmp_path / "other.jsonl", [{"question_id": qid_of(i), "supported": True} for i in range(12)]
+    )
     other_config = {**TUNED, "temperature": 0.5}
     (tmp_path / "judge.json").write_text(json.dumps({**TUNED, "temperature": 0.7}))
     assert Item.objects.filter(campaign=campaign, split="heldout", label_count__gt=0).exists()
-    return SimpleNamespace(values={
-        "campaign": campaign.name, "run": str(small_run.pk), "run_name": small_run.name, "held": str(held.item.pk),
-        "label": str(label.pk), "bea": str(other_annotator.pk), "verdict_set": str(verdict_set.pk), "export": str(export.version),
-        "labels_path": str(labels), "verdicts_path": str(other_verdicts), "judge_config_path": str(tmp_path / "judge.json"),
-        "judge_config": json.dumps(other_config),
-    }, files={"labels_file": labels, "verdicts_file": other_verdicts}, campaign=campaign)
+    return SimpleNamespace(
+        values={
+            "campaign": campaign.name,
+            "run": str(small_run.pk),
+            "run_name": small_run.name,
+            "held": str(held.item.pk),
+            "label": str(label.pk),
+            "bea": str(other_annotator.pk),
+            "verdict_set": str(verdict_set.pk),
+            "export": str(export.version),
+            "labels_path": str(labels),
+            "verdicts_path": str(other_verdicts),
+            "judge_config_path": str(tmp_path / "judge.json"),
+            "judge_config": json.dumps(other_config),
+        },
+        files={"labels_file": labels, "verdicts_file": other_verdicts},
+        campaign=campaign,
+    )
 
 
 def fill(value: Any, world: SimpleNamespace) -> Any:
@@ -197,7 +265,9 @@ def test_every_door_of_the_labelling_app_is_classified(world, owner_client):
         for method in ("GET", "POST"):
             if (name, method) not in DOORS:
                 response = call(owner_client, name, method, Door(False, "", kwargs[name]), world)
-                assert response.status_code == 405, f"{method} {name} answers ({response.status_code}) but is not classified in DOORS"
+                assert response.status_code == 405, (
+                    f"{method} {name} answers ({response.status_code}) but is not classified in DOORS"
+                )
     assert labelling_commands() == set(COMMANDS), (
         f"unclassified commands: {sorted(labelling_commands() - set(COMMANDS))}; gone: {sorted(set(COMMANDS) - labelling_commands())}"
     )
@@ -215,10 +285,20 @@ def test_a_door_records_an_export_exactly_when_it_hands_out_labels(name, method,
     if door.exports:
         record = new.get()
         assert record.campaign == world.campaign and record.created_by is not None
-        if record.kind == ExportRecord.Kind.LABELS:  # every label: the held-out ones are counted, so the report can warn
-            assert record.heldout_items == Item.objects.filter(campaign=world.campaign, split="heldout", labels__isnull=False).distinct().count() > 0
+        if (
+            record.kind == ExportRecord.Kind.LABELS
+        ):  # every label: the held-out ones are counted, so the report can warn
+            assert (
+                record.heldout_items
+                == Item.objects.filter(campaign=world.campaign, split="heldout", labels__isnull=False)
+                .distinct()
+                .count()
+                > 0
+            )
     else:
-        assert not new.exists(), f"{method} {name} recorded an export but is classified as not handing out labels ({door.why})"
+        assert not new.exists(), (
+            f"{method} {name} recorded an export but is classified as not handing out labels ({door.why})"
+        )
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

@@ -12,7 +12,9 @@ from tests.factories import label_items
 from .pages import open_label_page
 
 
-def test_the_labelling_page_loads_htmx_and_label_js_from_our_static_files_not_a_cdn(solo_campaign, annotator_client, client):
+def test_the_labelling_page_loads_htmx_and_label_js_from_our_static_files_not_a_cdn(
+    solo_campaign, annotator_client, client
+):
     body = open_label_page(annotator_client, solo_campaign.name).content.decode()
 
     scripts = re.findall(r'<script[^>]*\bsrc="([^"]+)"', body)
@@ -41,11 +43,13 @@ def test_the_page_shows_the_question_the_context_chunks_the_answer_and_the_short
     assert "Is the answer supported by the context?" in body
     for key, label in (("S", "Supported"), ("U", "Unsupported"), ("C", "Can't tell"), ("K", "Skip"), ("B", "Back")):
         assert re.search(rf"<kbd>{key}</kbd> {label}", body), key
-    assert 'role="progressbar"' in body and "your share: <span id=\"share-done\">0</span> / 12 done" in body
+    assert 'role="progressbar"' in body and 'your share: <span id="share-done">0</span> / 12 done' in body
     assert '<textarea name="rationale"' in body
 
 
-def test_a_claim_is_highlighted_in_the_answer_and_can_be_searched_in_the_context(small_run, make_campaign, annotator, annotator_client):
+def test_a_claim_is_highlighted_in_the_answer_and_can_be_searched_in_the_context(
+    small_run, make_campaign, annotator, annotator_client
+):
     campaign = make_campaign(run=small_run, name="claims", unit="claim", annotators=[annotator])
 
     body = open_label_page(annotator_client, campaign.name).content.decode()
@@ -58,12 +62,16 @@ def test_a_claim_is_highlighted_in_the_answer_and_can_be_searched_in_the_context
     assert "Is this claim supported by the context?" in body
 
 
-def test_an_htmx_answer_returns_only_the_next_item_and_a_plain_post_the_whole_page_with_it(solo_campaign, annotator, annotator_client):
+def test_an_htmx_answer_returns_only_the_next_item_and_a_plain_post_the_whole_page_with_it(
+    solo_campaign, annotator, annotator_client
+):
     url = reverse("labelling:answer", args=[solo_campaign.name])
     page = open_label_page(annotator_client, solo_campaign.name).content.decode()
     first = re.search(r'name="item_id" value="(\d+)"', page).group(1)
 
-    partial = annotator_client.post(url, {"item_id": first, "value": "supported"}, HTTP_HX_REQUEST="true").content.decode()
+    partial = annotator_client.post(
+        url, {"item_id": first, "value": "supported"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
     second = re.search(r'name="item_id" value="(\d+)"', partial).group(1)
     plain = annotator_client.post(url, {"item_id": second, "value": "unsupported"})
 
@@ -72,7 +80,10 @@ def test_an_htmx_answer_returns_only_the_next_item_and_a_plain_post_the_whole_pa
     assert 'your share: <span id="share-done">1</span> / 12' in partial
     body = plain.content.decode()
     assert plain.status_code == 200 and "<html" in body and "Saved: unsupported." in body
-    assert re.search(r'name="item_id" value="(\d+)"', body).group(1) not in (first, second)  # the next item, claimed by the POST
+    assert re.search(r'name="item_id" value="(\d+)"', body).group(1) not in (
+        first,
+        second,
+    )  # the next item, claimed by the POST
 
 
 def test_an_unreadable_answer_says_what_went_wrong(solo_campaign, annotator_client):

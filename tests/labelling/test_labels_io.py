@@ -24,7 +24,9 @@ HEADER = ["question_id", "label", "annotator", "rationale"]
 def counters(campaign) -> set[tuple[str, int, int]]:
     return {
         (qid, slots, labels)
-        for qid, slots, labels in Item.objects.filter(campaign=campaign).values_list("row__question__qid", "slots_taken", "label_count")
+        for qid, slots, labels in Item.objects.filter(campaign=campaign).values_list(
+            "row__question__qid", "slots_taken", "label_count"
+        )
         if slots or labels
     }
 
@@ -39,19 +41,27 @@ def problems_of(error: ImportFailed) -> list[tuple[int | None, str | None, str]]
 
 
 def test_a_csv_of_labels_is_imported_with_users_and_external_annotators(tmp_path, campaign, annotator):
-    path = write_csv(tmp_path / "labels.csv", HEADER, [
-        ["q0000", "supported", "adam", "says 10 days"],
-        ["q0000", "unsupported", "ext-anna", ""],
-        ["q0001", "cant_tell", "ext-anna", "chunk cut"],
-        ["q0002", "Unsupported", "ext-ben", ""],
-    ])
+    path = write_csv(
+        tmp_path / "labels.csv",
+        HEADER,
+        [
+            ["q0000", "supported", "adam", "says 10 days"],
+            ["q0000", "unsupported", "ext-anna", ""],
+            ["q0001", "cant_tell", "ext-anna", "chunk cut"],
+            ["q0002", "Unsupported", "ext-ben", ""],
+        ],
+    )
 
     result = labels_import(campaign=campaign, path=path)
 
     assert (result.created, result.unchanged) == (4, 0)
     assert result.external_annotators == ["ext-anna", "ext-ben"]
     assert result.message == "Imported 4 labels into 'faith'. External annotators (not users): ext-anna, ext-ben."
-    rows = set(Label.objects.values_list("item__row__question__qid", "annotator__username", "external_annotator", "value", "rationale", "source"))
+    rows = set(
+        Label.objects.values_list(
+            "item__row__question__qid", "annotator__username", "external_annotator", "value", "rationale", "source"
+        )
+    )
     assert rows == {
         ("q0000", "adam", "", "supported", "says 10 days", "import"),
         ("q0000", None, "ext-anna", "unsupported", "", "import"),
@@ -63,9 +73,17 @@ def test_a_csv_of_labels_is_imported_with_users_and_external_annotators(tmp_path
 
 
 def test_imported_labels_count_against_the_overlap_of_people_labelling_in_the_app(tmp_path, campaign, annotator):
-    labels_import(campaign=campaign, path=write_csv(tmp_path / "l.csv", HEADER, [
-        ["q0000", "supported", "ext-anna", ""], ["q0000", "supported", "ext-ben", ""],
-    ]))
+    labels_import(
+        campaign=campaign,
+        path=write_csv(
+            tmp_path / "l.csv",
+            HEADER,
+            [
+                ["q0000", "supported", "ext-anna", ""],
+                ["q0000", "supported", "ext-ben", ""],
+            ],
+        ),
+    )
 
     mine = label_items(campaign=campaign, user=annotator)
 
@@ -75,16 +93,26 @@ def test_imported_labels_count_against_the_overlap_of_people_labelling_in_the_ap
 
 def test_a_jsonl_of_claim_labels_names_the_claim_index(tmp_path, small_run, make_campaign):
     campaign = make_campaign(run=small_run, name="claims", unit="claim", overlap=1)
-    path = write_jsonl(tmp_path / "labels.jsonl", [
-        {"question_id": "q0003", "claim_index": 1, "label": "unsupported", "annotator": "ext-anna", "rationale": "no date"},
-        {"question_id": "q0003", "claim_index": 0, "label": "supported", "annotator": "ext-anna"},
-    ])
+    path = write_jsonl(
+        tmp_path / "labels.jsonl",
+        [
+            {
+                "question_id": "q0003",
+                "claim_index": 1,
+                "label": "unsupported",
+                "annotator": "ext-anna",
+                "rationale": "no date",
+            },
+            {"question_id": "q0003", "claim_index": 0, "label": "supported", "annotator": "ext-anna"},
+        ],
+    )
 
     result = labels_import(campaign=campaign, path=path)
 
     assert result.created == 2
     assert set(Label.objects.values_list("item__row__question__qid", "item__claim_index", "value")) == {
-        ("q0003", 1, "unsupported"), ("q0003", 0, "supported"),
+        ("q0003", 1, "unsupported"),
+        ("q0003", 0, "supported"),
     }
 
 
@@ -107,11 +135,21 @@ def test_importing_the_same_file_twice_says_nothing_new(tmp_path, campaign, fmt)
 
 
 def test_a_file_with_some_new_labels_adds_only_those(tmp_path, campaign):
-    labels_import(campaign=campaign, path=write_csv(tmp_path / "a.csv", HEADER, [["q0000", "supported", "ext-anna", ""]]))
+    labels_import(
+        campaign=campaign, path=write_csv(tmp_path / "a.csv", HEADER, [["q0000", "supported", "ext-anna", ""]])
+    )
 
-    result = labels_import(campaign=campaign, path=write_csv(tmp_path / "b.csv", HEADER, [
-        ["q0000", "supported", "ext-anna", ""], ["q0001", "supported", "ext-anna", ""],
-    ]))
+    result = labels_import(
+        campaign=campaign,
+        path=write_csv(
+            tmp_path / "b.csv",
+            HEADER,
+            [
+                ["q0000", "supported", "ext-anna", ""],
+                ["q0001", "supported", "ext-anna", ""],
+            ],
+        ),
+    )
 
     assert (result.created, result.unchanged) == (1, 1)
     assert "1 already there" in result.message
@@ -124,19 +162,28 @@ def test_a_file_with_some_new_labels_adds_only_those(tmp_path, campaign):
 
 
 def test_problems_are_reported_with_their_line_and_nothing_is_written(tmp_path, campaign):
-    path = write_csv(tmp_path / "bad.csv", HEADER, [
-        ["q0000", "supported", "ext-anna", ""],       # line 2: fine
-        ["q9999", "supported", "ext-anna", ""],       # line 3: no such question
-        ["q0001", "yes", "ext-anna", ""],             # line 4: bad label
-        ["q0000", "unsupported", "ext-anna", ""],     # line 5: ext-anna labels q0000 twice
-        ["q0002", "supported", "", ""],               # line 6: no annotator
-    ])
+    path = write_csv(
+        tmp_path / "bad.csv",
+        HEADER,
+        [
+            ["q0000", "supported", "ext-anna", ""],  # line 2: fine
+            ["q9999", "supported", "ext-anna", ""],  # line 3: no such question
+            ["q0001", "yes", "ext-anna", ""],  # line 4: bad label
+            ["q0000", "unsupported", "ext-anna", ""],  # line 5: ext-anna labels q0000 twice
+            ["q0002", "supported", "", ""],  # line 6: no annotator
+        ],
+    )
 
     with pytest.raises(ImportFailed) as refused:
         labels_import(campaign=campaign, path=path)
 
     problems = problems_of(refused.value)
-    assert [(line, field) for line, field, _ in problems] == [(3, "question_id"), (4, "label"), (5, "annotator"), (6, "annotator")]
+    assert [(line, field) for line, field, _ in problems] == [
+        (3, "question_id"),
+        (4, "label"),
+        (5, "annotator"),
+        (6, "annotator"),
+    ]
     assert "question 'q9999' is not an item of campaign 'faith'" in problems[0][2]
     assert "must be supported, unsupported or cant_tell, got 'yes'" in problems[1][2]
     assert "labels this item twice (first on line 2)" in problems[2][2]
@@ -147,38 +194,59 @@ def test_problems_are_reported_with_their_line_and_nothing_is_written(tmp_path, 
 
 
 def test_labels_beyond_the_overlap_are_refused_with_their_line_and_nothing_is_written(tmp_path, campaign):
-    path = write_jsonl(tmp_path / "over.jsonl", [
-        {"question_id": "q0001", "label": "supported", "annotator": "ext-anna"},
-        {"question_id": "q0000", "label": "supported", "annotator": "ext-anna"},
-        {"question_id": "q0000", "label": "supported", "annotator": "ext-ben"},
-        {"question_id": "q0000", "label": "unsupported", "annotator": "ext-cleo"},
-    ])
+    path = write_jsonl(
+        tmp_path / "over.jsonl",
+        [
+            {"question_id": "q0001", "label": "supported", "annotator": "ext-anna"},
+            {"question_id": "q0000", "label": "supported", "annotator": "ext-anna"},
+            {"question_id": "q0000", "label": "supported", "annotator": "ext-ben"},
+            {"question_id": "q0000", "label": "unsupported", "annotator": "ext-cleo"},
+        ],
+    )
 
     with pytest.raises(ImportFailed) as refused:
         labels_import(campaign=campaign, path=path)
 
-    assert problems_of(refused.value) == [(4, "question_id", "this item already has its 2 label(s) (the campaign's overlap)")]
+    assert problems_of(refused.value) == [
+        (4, "question_id", "this item already has its 2 label(s) (the campaign's overlap)")
+    ]
     assert not Label.objects.exists() and counters(campaign) == set()
 
 
 def test_a_label_that_contradicts_one_already_stored_is_refused(tmp_path, campaign):
-    labels_import(campaign=campaign, path=write_csv(tmp_path / "a.csv", HEADER, [["q0000", "supported", "ext-anna", ""]]))
+    labels_import(
+        campaign=campaign, path=write_csv(tmp_path / "a.csv", HEADER, [["q0000", "supported", "ext-anna", ""]])
+    )
 
     with pytest.raises(ImportFailed) as refused:
-        labels_import(campaign=campaign, path=write_csv(tmp_path / "b.csv", HEADER, [
-            ["q0001", "supported", "ext-anna", ""], ["q0000", "unsupported", "ext-anna", ""],
-        ]))
+        labels_import(
+            campaign=campaign,
+            path=write_csv(
+                tmp_path / "b.csv",
+                HEADER,
+                [
+                    ["q0001", "supported", "ext-anna", ""],
+                    ["q0000", "unsupported", "ext-anna", ""],
+                ],
+            ),
+        )
 
     assert problems_of(refused.value)[0][:2] == (3, "label")
     assert "already labelled this item 'supported'" in problems_of(refused.value)[0][2]
     assert list(Label.objects.values_list("item__row__question__qid", "value")) == [("q0000", "supported")]
 
 
-def test_claim_campaigns_need_the_claim_index_and_answer_campaigns_refuse_it(tmp_path, small_run, make_campaign, campaign):
+def test_claim_campaigns_need_the_claim_index_and_answer_campaigns_refuse_it(
+    tmp_path, small_run, make_campaign, campaign
+):
     claims = make_campaign(run=small_run, name="claims", unit="claim")
     no_index = write_csv(tmp_path / "a.csv", ["question_id", "label", "annotator"], [["q0000", "supported", "x"]])
-    with_index = write_csv(tmp_path / "b.csv", ["question_id", "claim_index", "label", "annotator"], [["q0000", "1", "supported", "x"]])
-    out_of_range = write_csv(tmp_path / "c.csv", ["question_id", "claim_index", "label", "annotator"], [["q0000", "7", "supported", "x"]])
+    with_index = write_csv(
+        tmp_path / "b.csv", ["question_id", "claim_index", "label", "annotator"], [["q0000", "1", "supported", "x"]]
+    )
+    out_of_range = write_csv(
+        tmp_path / "c.csv", ["question_id", "claim_index", "label", "annotator"], [["q0000", "7", "supported", "x"]]
+    )
 
     with pytest.raises(ImportFailed) as missing:
         labels_import(campaign=claims, path=no_index)
@@ -188,7 +256,10 @@ def test_claim_campaigns_need_the_claim_index_and_answer_campaigns_refuse_it(tmp
         labels_import(campaign=claims, path=out_of_range)
 
     assert problems_of(missing.value)[0][:2] == (2, "claim_index")
-    assert problems_of(unexpected.value)[0][:2] == (2, "claim_index") and "answer campaign" in problems_of(unexpected.value)[0][2]
+    assert (
+        problems_of(unexpected.value)[0][:2] == (2, "claim_index")
+        and "answer campaign" in problems_of(unexpected.value)[0][2]
+    )
     assert "question 'q0000', claim 7 is not an item" in problems_of(unknown.value)[0][2]
     assert not Label.objects.exists()
 
@@ -202,7 +273,9 @@ def test_an_empty_file_or_a_parquet_file_is_refused(tmp_path, campaign):
 
 
 def test_a_malformed_jsonl_line_is_reported_with_its_number(tmp_path, campaign):
-    path = write_jsonl(tmp_path / "broken.jsonl", [{"question_id": "q0000", "label": "supported", "annotator": "x"}, "{not json"])
+    path = write_jsonl(
+        tmp_path / "broken.jsonl", [{"question_id": "q0000", "label": "supported", "annotator": "x"}, "{not json"]
+    )
     with pytest.raises(ImportFailed) as refused:
         labels_import(campaign=campaign, path=path)
     assert refused.value.problems[0].line == 2
@@ -215,7 +288,9 @@ def test_a_malformed_jsonl_line_is_reported_with_its_number(tmp_path, campaign):
 
 
 def test_the_import_labels_command_imports_and_is_idempotent(tmp_path, campaign):
-    path = write_csv(tmp_path / "labels.csv", HEADER, [["q0000", "supported", "ext-anna", ""], ["q0001", "unsupported", "adam", ""]])
+    path = write_csv(
+        tmp_path / "labels.csv", HEADER, [["q0000", "supported", "ext-anna", ""], ["q0001", "unsupported", "adam", ""]]
+    )
 
     first, second = StringIO(), StringIO()
     call_command("import_labels", str(path), "--campaign", "faith", "--quiet", stdout=first, stderr=StringIO())
@@ -227,7 +302,9 @@ def test_the_import_labels_command_imports_and_is_idempotent(tmp_path, campaign)
 
 
 def test_the_import_labels_command_reports_problems_with_lines_and_writes_nothing(tmp_path, campaign):
-    path = write_csv(tmp_path / "bad.csv", HEADER, [["q0000", "supported", "ext-anna", ""], ["q0000", "perhaps", "ext-ben", ""]])
+    path = write_csv(
+        tmp_path / "bad.csv", HEADER, [["q0000", "supported", "ext-anna", ""], ["q0000", "perhaps", "ext-ben", ""]]
+    )
 
     with pytest.raises(CommandError, match=r"bad.csv, line 3, field 'label'"):
         call_command("import_labels", str(path), "--campaign", "faith", "--quiet", stdout=StringIO(), stderr=StringIO())
@@ -243,7 +320,9 @@ def test_the_import_labels_command_names_a_missing_file_or_campaign(tmp_path, ca
 
 
 def test_an_eval_owner_imports_labels_from_the_overview_page(campaign, owner_client):
-    upload = SimpleUploadedFile("team.csv", b"question_id,label,annotator\nq0000,supported,ext-anna\nq0001,unsupported,ext-anna\n")
+    upload = SimpleUploadedFile(
+        "team.csv", b"question_id,label,annotator\nq0000,supported,ext-anna\nq0001,unsupported,ext-anna\n"
+    )
 
     response = owner_client.post(reverse("labelling:import", args=[campaign.name]), {"file": upload})
 
@@ -261,7 +340,11 @@ def test_an_eval_owner_imports_labels_from_the_overview_page(campaign, owner_cli
 @pytest.fixture
 def labelled(campaign, annotator, other_annotator, tmp_path):
     label_items(campaign=campaign, user=annotator, rationale="adam says so")
-    label_items(campaign=campaign, user=other_annotator, value=lambda item: "unsupported" if item.row.question.qid == "q0004" else "supported")
+    label_items(
+        campaign=campaign,
+        user=other_annotator,
+        value=lambda item: "unsupported" if item.row.question.qid == "q0004" else "supported",
+    )
     return campaign
 
 
@@ -279,7 +362,9 @@ def test_the_csv_export_holds_every_label_with_its_final_label(labelled, owner_c
     assert 'filename="faith-labels-v1-csv.csv"' in response["Content-Disposition"]
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert len(rows) == 24 == Label.objects.count()
-    assert {(r["question_id"], r["annotator"]) for r in rows} == {(f"q{i:04d}", who) for i in range(12) for who in ("adam", "bea")}
+    assert {(r["question_id"], r["annotator"]) for r in rows} == {
+        (f"q{i:04d}", who) for i in range(12) for who in ("adam", "bea")
+    }
     q4 = [r for r in rows if r["question_id"] == "q0004"]
     assert {r["label"] for r in q4} == {"supported", "unsupported"} and {r["final_status"] for r in q4} == {"conflict"}
     q0 = [r for r in rows if r["question_id"] == "q0000"]
@@ -289,14 +374,18 @@ def test_the_csv_export_holds_every_label_with_its_final_label(labelled, owner_c
 
 
 def test_the_jsonl_export_holds_the_same_labels(labelled, owner_client, tmp_path):
-    labels_import(campaign=labelled, path=write_csv(tmp_path / "x.csv", HEADER, [["q0000", "cant_tell", "ext-anna", "unsure"]]))
+    labels_import(
+        campaign=labelled, path=write_csv(tmp_path / "x.csv", HEADER, [["q0000", "cant_tell", "ext-anna", "unsure"]])
+    )
 
     response = export_download(owner_client, labelled, "jsonl")
 
     rows = [json.loads(line) for line in response.content.decode().splitlines()]
     assert len(rows) == 25
     external = [r for r in rows if r["external"]]
-    assert external == [{**external[0], "question_id": "q0000", "annotator": "ext-anna", "label": "cant_tell", "rationale": "unsure"}]
+    assert external == [
+        {**external[0], "question_id": "q0000", "annotator": "ext-anna", "label": "cant_tell", "rationale": "unsure"}
+    ]
     assert all(r["claim_index"] is None for r in rows)
 
 
@@ -313,18 +402,25 @@ def test_the_owner_labels_api_exports_every_label_with_a_post_that_records_it(la
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_the_export_labels_command_writes_what_the_page_gives_and_records_the_export(labelled, owner, owner_client, fmt, tmp_path):
+def test_the_export_labels_command_writes_what_the_page_gives_and_records_the_export(
+    labelled, owner, owner_client, fmt, tmp_path
+):
     page = export_download(owner_client, labelled, fmt).content.decode()
     out, err = StringIO(), StringIO()
 
     call_command("export_labels", labelled.name, "--format", fmt, stdout=out, stderr=err)
-    call_command("export_labels", labelled.name, "--format", fmt, "--output", str(tmp_path / f"labels.{fmt}"), stderr=err)
+    call_command(
+        "export_labels", labelled.name, "--format", fmt, "--output", str(tmp_path / f"labels.{fmt}"), stderr=err
+    )
 
     assert out.getvalue() == page == (tmp_path / f"labels.{fmt}").read_bytes().decode()
-    assert "export v2: labels of 12 items" in err.getvalue() and f"export v3: labels of 12 items written to {tmp_path}" in err.getvalue()
-    assert list(ExportRecord.objects.filter(campaign=labelled).order_by("version").values_list("version", "created_by")) == [
-        (1, owner.pk), (2, None), (3, None)
-    ]
+    assert (
+        "export v2: labels of 12 items" in err.getvalue()
+        and f"export v3: labels of 12 items written to {tmp_path}" in err.getvalue()
+    )
+    assert list(
+        ExportRecord.objects.filter(campaign=labelled).order_by("version").values_list("version", "created_by")
+    ) == [(1, owner.pk), (2, None), (3, None)]
 
 
 def test_the_export_labels_command_refuses_an_unknown_campaign(db):

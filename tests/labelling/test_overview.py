@@ -50,7 +50,9 @@ def finals_by_qid(campaign) -> dict[str, tuple[str | None, str]]:
 def test_progress_counts_items_done_per_split_labels_per_annotator_and_median_seconds(
     small_run, make_campaign, annotator, other_annotator
 ):
-    campaign = make_campaign(run=small_run, name="prog", overlap=2, heldout_fraction=0.5, annotators=[annotator, other_annotator])
+    campaign = make_campaign(
+        run=small_run, name="prog", overlap=2, heldout_fraction=0.5, annotators=[annotator, other_annotator]
+    )
     label_items(campaign=campaign, user=annotator, value=by_qid({"q0002": "cant_tell"}))
     for i, label in enumerate(Label.objects.filter(annotator=annotator).order_by("pk")):
         Label.objects.filter(pk=label.pk).update(seconds=float(i + 1))  # 1 .. 12 s
@@ -94,7 +96,9 @@ def test_an_assigned_annotator_with_no_labels_is_listed_with_zero(campaign):
     assert people["bea"]["labels"] == 0
 
 
-def test_the_overview_page_shows_progress_agreement_and_final_labels(campaign, annotator, other_annotator, owner_client):
+def test_the_overview_page_shows_progress_agreement_and_final_labels(
+    campaign, annotator, other_annotator, owner_client
+):
     label_items(campaign=campaign, user=annotator)
     label_items(campaign=campaign, user=other_annotator, value=by_qid({"q0001": "unsupported", "q0005": "unsupported"}))
 
@@ -116,15 +120,24 @@ def test_the_overview_page_shows_progress_agreement_and_final_labels(campaign, a
 # ----------------------------------------------------------------------------------------------
 
 
-def test_pairwise_kappa_matches_scikit_learn_on_the_items_each_pair_shares(small_run, make_campaign, annotator, other_annotator, carl):
+def test_pairwise_kappa_matches_scikit_learn_on_the_items_each_pair_shares(
+    small_run, make_campaign, annotator, other_annotator, carl
+):
     campaign = make_campaign(run=small_run, name="agree", overlap=2, annotators=[annotator, other_annotator, carl])
-    label_items(campaign=campaign, user=annotator, value=by_qid({"q0001": "unsupported", "q0003": "unsupported", "q0007": "unsupported"}))
+    label_items(
+        campaign=campaign,
+        user=annotator,
+        value=by_qid({"q0001": "unsupported", "q0003": "unsupported", "q0007": "unsupported"}),
+    )
     label_items(campaign=campaign, user=other_annotator, value=by_qid({"q0003": "unsupported", "q0004": "unsupported"}))
     # carl labels nothing: each item got adam and bea
 
     agreement = annotator_agreement(campaign)
 
-    labels = {(lbl.annotator.username, lbl.item_id): lbl.value for lbl in Label.objects.filter(item__campaign=campaign).select_related("annotator")}
+    labels = {
+        (lbl.annotator.username, lbl.item_id): lbl.value
+        for lbl in Label.objects.filter(item__campaign=campaign).select_related("annotator")
+    }
     items = sorted({item for _, item in labels})
     adam = [labels[("adam", i)] for i in items]
     bea = [labels[("bea", i)] for i in items]
@@ -135,11 +148,25 @@ def test_pairwise_kappa_matches_scikit_learn_on_the_items_each_pair_shares(small
     assert agreement.overlapping_items == 12 and agreement.disagreeing_items == 3
 
 
-def test_krippendorffs_alpha_matches_the_krippendorff_package_with_missing_labels(small_run, make_campaign, annotator, other_annotator, carl):
+def test_krippendorffs_alpha_matches_the_krippendorff_package_with_missing_labels(
+    small_run, make_campaign, annotator, other_annotator, carl
+):
     campaign = make_campaign(run=small_run, name="alpha", overlap=3, annotators=[annotator, other_annotator, carl])
-    label_items(campaign=campaign, user=annotator, value=by_qid({"q0001": "unsupported", "q0003": "unsupported", "q0008": "cant_tell"}))
-    label_items(campaign=campaign, user=other_annotator, value=by_qid({"q0003": "unsupported", "q0004": "unsupported", "q0010": "unsupported"}))
-    label_items(campaign=campaign, user=carl, value=by_qid({"q0003": "unsupported", "q0004": "unsupported", "q0006": "cant_tell"}))
+    label_items(
+        campaign=campaign,
+        user=annotator,
+        value=by_qid({"q0001": "unsupported", "q0003": "unsupported", "q0008": "cant_tell"}),
+    )
+    label_items(
+        campaign=campaign,
+        user=other_annotator,
+        value=by_qid({"q0003": "unsupported", "q0004": "unsupported", "q0010": "unsupported"}),
+    )
+    label_items(
+        campaign=campaign,
+        user=carl,
+        value=by_qid({"q0003": "unsupported", "q0004": "unsupported", "q0006": "cant_tell"}),
+    )
 
     agreement = annotator_agreement(campaign)
 
@@ -147,7 +174,9 @@ def test_krippendorffs_alpha_matches_the_krippendorff_package_with_missing_label
     items = list(Item.objects.filter(campaign=campaign).order_by("pk").values_list("pk", flat=True))
     matrix = np.full((3, len(items)), np.nan)
     for label in Label.objects.filter(item__campaign=campaign).exclude(value="cant_tell").select_related("annotator"):
-        matrix[people.index(label.annotator.username), items.index(label.item_id)] = 1.0 if label.value == "supported" else 0.0
+        matrix[people.index(label.annotator.username), items.index(label.item_id)] = (
+            1.0 if label.value == "supported" else 0.0
+        )
     assert np.isnan(matrix).sum() == 2  # the two can't-tell answers are missing, not labels
     expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
     assert agreement.alpha == pytest.approx(expected, abs=1e-9)
@@ -218,19 +247,27 @@ def test_adjudication_sets_the_final_label_of_a_conflict(campaign, annotator, ot
     label_items(campaign=campaign, user=other_annotator)
     item = Item.objects.get(campaign=campaign, row__question__qid="q0004")
 
-    response = owner_client.post(reverse("labelling:adjudicate", args=[campaign.name]),
-                                 {"item_id": item.pk, "value": "unsupported", "note": "chunk 2 lacks the date"})
+    response = owner_client.post(
+        reverse("labelling:adjudicate", args=[campaign.name]),
+        {"item_id": item.pk, "value": "unsupported", "note": "chunk 2 lacks the date"},
+    )
 
     assert response.status_code == 302
     adjudication = Adjudication.objects.get(item=item)
-    assert (adjudication.value, adjudication.note, adjudication.decided_by) == ("unsupported", "chunk 2 lacks the date", owner)
+    assert (adjudication.value, adjudication.note, adjudication.decided_by) == (
+        "unsupported",
+        "chunk 2 lacks the date",
+        owner,
+    )
     assert finals_by_qid(campaign)["q0004"] == ("unsupported", "adjudicated")
     page = owner_client.get(reverse("labelling:adjudicate", args=[campaign.name])).content.decode()
     assert "needs a decision" not in page and "adjudicated: unsupported" in page
     assert "0 items still need a decision" in page
 
 
-def test_adjudicating_again_changes_the_final_label_and_overrides_a_majority(small_run, make_campaign, annotator, other_annotator, carl, owner):
+def test_adjudicating_again_changes_the_final_label_and_overrides_a_majority(
+    small_run, make_campaign, annotator, other_annotator, carl, owner
+):
     campaign = make_campaign(run=small_run, name="three", overlap=3, annotators=[annotator, other_annotator, carl])
     label_items(campaign=campaign, user=annotator, value=by_qid({"q0001": "unsupported"}))
     label_items(campaign=campaign, user=other_annotator)
@@ -244,7 +281,9 @@ def test_adjudicating_again_changes_the_final_label_and_overrides_a_majority(sma
     assert finals_by_qid(campaign)["q0001"] == ("supported", "adjudicated")
 
 
-@pytest.mark.parametrize(("value", "message"), [("cant_tell", "supported or unsupported"), ("maybe", "supported or unsupported")])
+@pytest.mark.parametrize(
+    ("value", "message"), [("cant_tell", "supported or unsupported"), ("maybe", "supported or unsupported")]
+)
 def test_a_final_label_is_supported_or_unsupported(campaign, owner, value, message):
     item = Item.objects.filter(campaign=campaign).first()
     with pytest.raises(UserFacingError, match=message):

@@ -34,7 +34,9 @@ JUDGE_REPORT_API = 11  # before the restructure: 12  (the same)
 def reported(small_run, make_campaign, annotator, owner):
     """A labelled answer campaign with a held-out part and one label export (so leakage has work to do)."""
     campaign = make_campaign(run=small_run, name="counted", heldout_fraction=0.3, annotators=[annotator])
-    label_items(campaign=campaign, user=annotator, value=lambda item: "supported" if item.position % 3 else "unsupported")
+    label_items(
+        campaign=campaign, user=annotator, value=lambda item: "supported" if item.position % 3 else "unsupported"
+    )
     labels_export(campaign=campaign, fmt="csv", user=owner)
     return campaign
 
@@ -55,7 +57,9 @@ def test_answering_on_the_page_returns_the_next_item(solo_campaign, annotator_cl
     assert response.status_code == 200 and "Saved: supported." in response.content.decode()
 
 
-def test_answering_with_a_plain_form_post_returns_the_page_with_the_next_item(solo_campaign, annotator_client, django_assert_num_queries):
+def test_answering_with_a_plain_form_post_returns_the_page_with_the_next_item(
+    solo_campaign, annotator_client, django_assert_num_queries
+):
     page = open_label_page(annotator_client, solo_campaign.name).content.decode()
     item_id = re.search(r'name="item_id" value="(\d+)"', page).group(1)
     url = reverse("labelling:answer", args=[solo_campaign.name])
@@ -68,12 +72,15 @@ def test_answering_through_the_api(solo_campaign, annotator, annotator_client, d
     served = next_item(campaign=solo_campaign, user=annotator)
     url = f"/api/label/{solo_campaign.name}/labels/"
     with django_assert_num_queries(ANSWER_API):
-        response = annotator_client.post(url, {"item_id": served.item.pk, "value": "unsupported"}, content_type="application/json")
+        response = annotator_client.post(
+            url, {"item_id": served.item.pk, "value": "unsupported"}, content_type="application/json"
+        )
     assert response.status_code == 201
 
 
-def test_the_labelling_page_claims_nothing_and_its_item_comes_with_one_post(solo_campaign, annotator, annotator_client,
-                                                                           django_assert_num_queries):
+def test_the_labelling_page_claims_nothing_and_its_item_comes_with_one_post(
+    solo_campaign, annotator, annotator_client, django_assert_num_queries
+):
     served = next_item(campaign=solo_campaign, user=annotator)
     submit_label(campaign=solo_campaign, user=annotator, item_id=served.item.pk, value="supported")
     with django_assert_num_queries(LABEL_PAGE):

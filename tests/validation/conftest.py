@@ -60,11 +60,15 @@ class Shared:
 
 
 @contextmanager
-def spec_campaign_once(django_db_blocker, folder: Path, *, name: str, heldout_fraction: float = 0.0) -> Iterator[tuple[SpecCase, Campaign]]:
+def spec_campaign_once(
+    django_db_blocker, folder: Path, *, name: str, heldout_fraction: float = 0.0
+) -> Iterator[tuple[SpecCase, Campaign]]:
     """The spec run and its labelled campaign ``name``, built once for a module (see :func:`module_data`)."""
     with module_data(django_db_blocker):
         case = make_spec_case(folder=folder)
-        campaign = make_spec_campaign(case=case, name=name, folder=folder, heldout_fraction=heldout_fraction, user=shared_owner())
+        campaign = make_spec_campaign(
+            case=case, name=name, folder=folder, heldout_fraction=heldout_fraction, user=shared_owner()
+        )
         yield case, campaign
 
 

@@ -22,7 +22,9 @@ from .conftest import module_data
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("observed", "se", "sp"), [(0.82, 0.95, 0.56), (0.5, 0.9, 0.8), (0.3, 0.7, 0.9), (0.91, 0.99, 0.7)])
+@pytest.mark.parametrize(
+    ("observed", "se", "sp"), [(0.82, 0.95, 0.56), (0.5, 0.9, 0.8), (0.3, 0.7, 0.9), (0.91, 0.99, 0.7)]
+)
 def test_rogan_gladen_is_the_formula_inside_the_unit_interval(observed, se, sp):
     expected = (observed + sp - 1) / (se + sp - 1)
     assert 0 <= expected <= 1
@@ -72,19 +74,31 @@ def simulate(seed: int, *, weighted: bool = True, iterations: int = 10_000):
     strata, estimate = [], 0.0
     for verdict in (True, False):
         members = np.flatnonzero(judge == verdict)
-        sample = rng.choice(members, size=LABELLED // 2, replace=False)  # half of the labels on the rare verdict: oversampled
+        sample = rng.choice(
+            members, size=LABELLED // 2, replace=False
+        )  # half of the labels on the rare verdict: oversampled
         human_pass = int(truth[sample].sum())
-        strata.append(Stratum(judge_pass=verdict, labelled=len(sample), human_pass=human_pass,
-                              weight=len(members) / len(sample) if weighted else 1.0))
+        strata.append(
+            Stratum(
+                judge_pass=verdict,
+                labelled=len(sample),
+                human_pass=human_pass,
+                weight=len(members) / len(sample) if weighted else 1.0,
+            )
+        )
         estimate += len(members) * human_pass / len(sample)
-    result = corrected_pass_rate(run_passes=int(judge.sum()), run_total=POPULATION, strata=strata, iterations=iterations, seed=seed)
+    result = corrected_pass_rate(
+        run_passes=int(judge.sum()), run_total=POPULATION, strata=strata, iterations=iterations, seed=seed
+    )
     return result, float(truth.mean()), estimate / POPULATION
 
 
 def test_the_corrected_rate_of_a_simulated_run_covers_the_true_rate_and_is_close_to_it():
     result, truth, _ = simulate(2026)
 
-    assert result.raw == pytest.approx(TRUE_RATE * SE + (1 - TRUE_RATE) * (1 - SP), abs=0.01)  # the judge says about 0.82
+    assert result.raw == pytest.approx(
+        TRUE_RATE * SE + (1 - TRUE_RATE) * (1 - SP), abs=0.01
+    )  # the judge says about 0.82
     assert result.low < truth < result.high
     assert result.estimate == pytest.approx(truth, abs=0.04)
     assert abs(result.estimate - truth) < abs(result.raw - truth) / 2
@@ -159,10 +173,17 @@ def human_of(i: int) -> bool:
 def oversampled(django_db_setup, django_db_blocker, tmp_path_factory):
     with module_data(django_db_blocker):
         folder = tmp_path_factory.mktemp("corrected")
-        built = make_judged_run(folder=folder, claim_verdicts=[answer_claims(judge_of(i)) for i in range(RUN_SIZE)], evalset="corr", name="corr-run")
+        built = make_judged_run(
+            folder=folder,
+            claim_verdicts=[answer_claims(judge_of(i)) for i in range(RUN_SIZE)],
+            evalset="corr",
+            name="corr-run",
+        )
         campaign = make_campaign(run=built.run, name="corr", size=200, seed=3)
         qids = Item.objects.filter(campaign=campaign).values_list("row__question__qid", flat=True)
-        import_labels(folder=folder, campaign=campaign, rows=[(q, None, word(human_of(int(q[1:]))), "r1", "") for q in qids])
+        import_labels(
+            folder=folder, campaign=campaign, rows=[(q, None, word(human_of(int(q[1:]))), "r1", "") for q in qids]
+        )
         yield campaign.pk
 
 
@@ -223,6 +244,8 @@ def test_the_report_page_shows_the_corrected_rate_beside_the_judges_raw_rate(ove
 
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
 
-    assert (f"Judge pass rate on the run {100 * corrected['raw']:.0f} % · corrected for the judge's errors "
-            f"<strong>{100 * corrected['corrected']:.0f} %</strong> ({100 * corrected['low']:.0f} %–{100 * corrected['high']:.0f} %)") in page
+    assert (
+        f"Judge pass rate on the run {100 * corrected['raw']:.0f} % · corrected for the judge's errors "
+        f"<strong>{100 * corrected['corrected']:.0f} %</strong> ({100 * corrected['low']:.0f} %–{100 * corrected['high']:.0f} %)"
+    ) in page
     assert f"the run's {RUN_SIZE} answers" in page

@@ -43,9 +43,16 @@ def shared(django_db_setup, django_db_blocker, tmp_path_factory):
     """The spec run, a labelled campaign with 30 % held out, and a tuned judge's verdicts on every item."""
     folder = tmp_path_factory.mktemp("heldout")
     with spec_campaign_once(django_db_blocker, folder, name="spec-ho", heldout_fraction=HELDOUT) as (case, campaign):
-        result = import_verdicts(folder=folder, campaign=campaign, file="tuned.verdicts.jsonl", judge_config=TUNED_JUDGE, records=[
-            {"question_id": qid, "supported": tuned_verdict(case, qid), "rationale": f"tuned says so for {qid}"} for qid in sorted(case.human)
-        ])
+        result = import_verdicts(
+            folder=folder,
+            campaign=campaign,
+            file="tuned.verdicts.jsonl",
+            judge_config=TUNED_JUDGE,
+            records=[
+                {"question_id": qid, "supported": tuned_verdict(case, qid), "rationale": f"tuned says so for {qid}"}
+                for qid in sorted(case.human)
+            ],
+        )
         assert result.created
         yield Shared(case, campaign.pk, result.verdict_set.pk)
 
@@ -79,7 +86,9 @@ def test_the_campaign_holds_out_30_percent_of_each_stratum(campaign):
 def test_the_export_holds_exactly_the_disagreements_of_the_tuning_split_and_no_held_out_item(case, campaign):
     splits = split_of(campaign)
     expected = {q for q in case.human if case.kind(q) != "agree" and splits[q] == "tuning"}
-    assert any(case.kind(q) != "agree" and splits[q] == "heldout" for q in case.human), "the held-out split must hold disagreements"
+    assert any(case.kind(q) != "agree" and splits[q] == "heldout" for q in case.human), (
+        "the held-out split must hold disagreements"
+    )
 
     for fmt in ("jsonl", "chat", "csv"):
         record = disagreements_export(campaign=campaign, fmt=fmt)
@@ -136,8 +145,13 @@ def test_after_a_label_export_the_report_warns_that_held_out_items_leaked(owner_
     report = judge_report(campaign).as_dict()
 
     assert report["leakage"]["leaked_items"] == heldout
-    assert [(e["version"], e["kind"], e["items"]) for e in report["leakage"]["leaked_exports"]] == [(2, "labels", heldout)]
-    assert f"Leakage: {heldout} held-out answers were exported (v2); a re-measurement on the held-out split is no longer clean." in report["warnings"]
+    assert [(e["version"], e["kind"], e["items"]) for e in report["leakage"]["leaked_exports"]] == [
+        (2, "labels", heldout)
+    ]
+    assert (
+        f"Leakage: {heldout} held-out answers were exported (v2); a re-measurement on the held-out split is no longer clean."
+        in report["warnings"]
+    )
 
 
 def test_the_report_page_shows_the_leakage_warning(owner_client, campaign):
@@ -170,7 +184,9 @@ def test_the_remeasure_page_refuses_the_tuning_split_with_a_400_and_the_reason(o
 
 
 def test_the_remeasure_api_refuses_the_tuning_split_with_a_400_and_the_reason(owner_client, campaign, verdict_set):
-    response = owner_client.get(f"/api/campaigns/{campaign.name}/remeasure/", {"verdicts": verdict_set.pk, "split": "tuning"})
+    response = owner_client.get(
+        f"/api/campaigns/{campaign.name}/remeasure/", {"verdicts": verdict_set.pk, "split": "tuning"}
+    )
 
     assert response.status_code == 400
     assert response.json()["detail"].startswith("Re-measuring on the tuning split is refused")
@@ -207,7 +223,9 @@ def test_re_measurement_compares_old_and_new_judge_paired_on_the_same_held_out_i
 def test_the_change_in_agreement_has_a_paired_bootstrap_interval(case, campaign, verdict_set):
     splits = split_of(campaign)
     heldout = sorted(q for q in case.human if splits[q] == "heldout")
-    diffs = np.array([float(case.human[q] == int(tuned_verdict(case, q))) - float(case.human[q] == case.judge[q]) for q in heldout])
+    diffs = np.array(
+        [float(case.human[q] == int(tuned_verdict(case, q))) - float(case.human[q] == case.judge[q]) for q in heldout]
+    )
 
     change = remeasure(campaign=campaign, verdict_set=verdict_set).as_dict()["change_in_agreement"]
 
@@ -241,7 +259,9 @@ def test_only_held_out_items_the_new_judge_scored_are_paired(case, campaign, tmp
     agree = sum(weight[strata[q]] * (case.human[q] == case.judge[q]) for q in heldout[5:])
     assert result["old"]["weighted"] is True
     assert result["old"]["agreement"] == pytest.approx(agree / sum(available[name] for name in paired))
-    assert result["old"]["n"] == len(heldout) - 5 and result["old"]["failures"] == sum(1 for q in heldout[5:] if case.human[q] == 0)
+    assert result["old"]["n"] == len(heldout) - 5 and result["old"]["failures"] == sum(
+        1 for q in heldout[5:] if case.human[q] == 0
+    )
 
 
 def test_verdicts_of_another_campaign_are_refused(case, campaign, verdict_set, tmp_path):
@@ -251,10 +271,16 @@ def test_verdicts_of_another_campaign_are_refused(case, campaign, verdict_set, t
         remeasure(campaign=other, verdict_set=verdict_set)
 
 
-def test_the_remeasure_page_asks_before_it_opens_and_records_that_the_owner_looked(owner_client, owner, campaign, verdict_set):
+def test_the_remeasure_page_asks_before_it_opens_and_records_that_the_owner_looked(
+    owner_client, owner, campaign, verdict_set
+):
     url = reverse("labelling:remeasure", args=[campaign.name]) + f"?verdicts={verdict_set.pk}"
     asked = owner_client.get(url).content.decode()
-    assert "Open the re-measurement?" in asked and "spends the held-out split" in asked and "Change in agreement" not in asked
+    assert (
+        "Open the re-measurement?" in asked
+        and "spends the held-out split" in asked
+        and "Change in agreement" not in asked
+    )
     assert not RemeasurementView.objects.exists()  # reading changes nothing
 
     response = owner_client.post(url, follow=True)
@@ -281,7 +307,9 @@ def test_the_remeasure_api_opens_with_a_post_and_then_reads_the_same_numbers(own
     expected = remeasure(campaign=campaign, verdict_set=verdict_set).as_dict()
     assert body["n"] == expected["n"]
     assert body["change_in_agreement"] == pytest.approx(expected["change_in_agreement"])
-    assert body["old"]["kappa"] == pytest.approx(expected["old"]["kappa"]) and body["new"]["kappa"] == pytest.approx(expected["new"]["kappa"])
+    assert body["old"]["kappa"] == pytest.approx(expected["old"]["kappa"]) and body["new"]["kappa"] == pytest.approx(
+        expected["new"]["kappa"]
+    )
     assert RemeasurementView.objects.filter(campaign=campaign).count() == 1  # the POST; neither read recorded one
 
 
@@ -300,7 +328,9 @@ def test_the_report_of_the_new_judges_verdicts_uses_them_on_every_item(case, cam
 # ----------------------------------------------------------------------------------------------
 
 
-def test_after_a_viewed_re_measurement_and_a_new_export_the_held_out_split_is_spent(owner_client, campaign, verdict_set):
+def test_after_a_viewed_re_measurement_and_a_new_export_the_held_out_split_is_spent(
+    owner_client, campaign, verdict_set
+):
     assert judge_report(campaign).as_dict()["heldout_spent"] is None
     url = reverse("labelling:remeasure", args=[campaign.name]) + f"?verdicts={verdict_set.pk}"
     owner_client.get(url)
@@ -333,7 +363,9 @@ def test_a_label_export_after_the_re_measurement_does_not_spend_the_split(owner_
     assert judge_report(campaign).as_dict()["heldout_spent"] is None
 
 
-def test_the_report_page_offers_a_fresh_held_out_sample_once_the_split_is_spent(owner_client, owner, campaign, verdict_set):
+def test_the_report_page_offers_a_fresh_held_out_sample_once_the_split_is_spent(
+    owner_client, owner, campaign, verdict_set
+):
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
     assert "Sample a fresh held-out set" not in page
 
@@ -349,13 +381,20 @@ def test_the_report_page_offers_a_fresh_held_out_sample_once_the_split_is_spent(
 @pytest.fixture
 def partial_campaign(db, tmp_path, owner, annotator):
     """A run of 90 answers and a campaign of 40 of them (30 % held out), with an annotator."""
-    built = make_judged_run(folder=tmp_path / "fresh", claim_verdicts=[answer_claims(i % 4 != 0) for i in range(90)], evalset="fresh",
-                            name="fresh-run")
-    return make_campaign(run=built.run, name="partial", size=40, heldout_fraction=0.3, user=owner,
-                           annotators=[annotator], overlap=2)
+    built = make_judged_run(
+        folder=tmp_path / "fresh",
+        claim_verdicts=[answer_claims(i % 4 != 0) for i in range(90)],
+        evalset="fresh",
+        name="fresh-run",
+    )
+    return make_campaign(
+        run=built.run, name="partial", size=40, heldout_fraction=0.3, user=owner, annotators=[annotator], overlap=2
+    )
 
 
-def test_a_fresh_held_out_campaign_has_no_item_already_sampled_and_holds_every_item_out(partial_campaign, owner, annotator):
+def test_a_fresh_held_out_campaign_has_no_item_already_sampled_and_holds_every_item_out(
+    partial_campaign, owner, annotator
+):
     first = set(Item.objects.filter(campaign=partial_campaign).values_list("row_id", flat=True))
 
     fresh = campaign_fresh_heldout(campaign=partial_campaign, name="partial-fresh", size=30, user=owner)
@@ -365,7 +404,11 @@ def test_a_fresh_held_out_campaign_has_no_item_already_sampled_and_holds_every_i
     assert set(items.values_list("split", flat=True)) == {"heldout"}
     assert not first & set(items.values_list("row_id", flat=True))
     assert fresh.parent == partial_campaign and fresh.heldout_fraction == 1.0
-    assert (fresh.unit, fresh.overlap, fresh.judge_question) == (partial_campaign.unit, 2, partial_campaign.judge_question)
+    assert (fresh.unit, fresh.overlap, fresh.judge_question) == (
+        partial_campaign.unit,
+        2,
+        partial_campaign.judge_question,
+    )
     assert list(CampaignAnnotator.objects.filter(campaign=fresh).values_list("user", flat=True)) == [annotator.pk]
     assert sum(s["sampled"] for s in fresh.strata) == 30 and all(s["tuning"] == 0 for s in fresh.strata)
 
@@ -374,7 +417,9 @@ def test_a_second_fresh_sample_avoids_both_earlier_campaigns_and_says_when_nothi
     fresh = campaign_fresh_heldout(campaign=partial_campaign, name="fresh-1", size=30)
     second = campaign_fresh_heldout(campaign=fresh, name="fresh-2", size=100)
 
-    rows = [set(Item.objects.filter(campaign=c).values_list("row_id", flat=True)) for c in (partial_campaign, fresh, second)]
+    rows = [
+        set(Item.objects.filter(campaign=c).values_list("row_id", flat=True)) for c in (partial_campaign, fresh, second)
+    ]
     assert len(rows[2]) == 20  # 90 - 40 - 30 left
     assert not rows[2] & (rows[0] | rows[1])
     with pytest.raises(CampaignError, match="nothing fresh to hold out"):
@@ -384,7 +429,9 @@ def test_a_second_fresh_sample_avoids_both_earlier_campaigns_and_says_when_nothi
 
 
 def test_the_fresh_held_out_page_creates_the_campaign_and_opens_it(owner_client, partial_campaign):
-    response = owner_client.post(reverse("labelling:fresh-heldout", args=[partial_campaign.name]), {"name": "partial-next", "size": 25})
+    response = owner_client.post(
+        reverse("labelling:fresh-heldout", args=[partial_campaign.name]), {"name": "partial-next", "size": 25}
+    )
 
     assert response.status_code == 302
     assert response["Location"] == reverse("labelling:campaign", args=["partial-next"])
@@ -397,7 +444,9 @@ def test_the_corrected_rate_of_a_fresh_held_out_campaign_is_about_the_whole_run(
     fresh = campaign_fresh_heldout(campaign=partial_campaign, name="partial-fresh", size=30)
     qids = Item.objects.filter(campaign=fresh).values_list("row__question__qid", flat=True)
     people = [(q, word(int(q[1:]) % 4 != 0 and int(q[1:]) % 9 != 0)) for q in qids]
-    import_labels(folder=tmp_path, campaign=fresh, rows=[(q, None, v, rater, "") for q, v in people for rater in ("r1", "r2")])  # overlap 2
+    import_labels(
+        folder=tmp_path, campaign=fresh, rows=[(q, None, v, rater, "") for q, v in people for rater in ("r1", "r2")]
+    )  # overlap 2
 
     report = judge_report(fresh).as_dict()
     corrected = report["corrected"]

@@ -24,8 +24,13 @@ def shared(django_db_setup, django_db_blocker, tmp_path_factory):
     """A labelled spec campaign (30 % held out) with a tuned judge's verdicts and one export."""
     folder = tmp_path_factory.mktemp("perm")
     with spec_campaign_once(django_db_blocker, folder, name="spec-perm", heldout_fraction=0.3) as (case, campaign):
-        result = import_verdicts(folder=folder, campaign=campaign, file="tuned.jsonl", judge_config=TUNED_JUDGE,
-                                 records=[{"question_id": q, "supported": True} for q in sorted(case.human)])
+        result = import_verdicts(
+            folder=folder,
+            campaign=campaign,
+            file="tuned.jsonl",
+            judge_config=TUNED_JUDGE,
+            records=[{"question_id": q, "supported": True} for q in sorted(case.human)],
+        )
         disagreements_export(campaign=campaign, fmt="jsonl")
         yield Shared(case, campaign.pk, result.verdict_set.pk)
 
@@ -64,8 +69,10 @@ def responses(client, requests):
     """Send every (method, url, data) request as a browser would (``"upload"``: a verdict file); yield (method, url, response)."""
     for method, url, data in requests:
         if data == "upload":
-            data = {"file": SimpleUploadedFile("v.jsonl", b'{"question_id": "q0000", "supported": false}\n'),
-                    "judge_config": json.dumps({**TUNED_JUDGE, "temperature": 0.9})}
+            data = {
+                "file": SimpleUploadedFile("v.jsonl", b'{"question_id": "q0000", "supported": false}\n'),
+                "judge_config": json.dumps({**TUNED_JUDGE, "temperature": 0.9}),
+            }
         yield method, url, client.get(url) if method == "get" else client.post(url, data)
 
 
@@ -80,7 +87,9 @@ def nothing_changed(campaign) -> bool:
     )
 
 
-def test_annotators_are_turned_away_from_every_judge_validation_page(annotator_client, annotator, campaign, verdict_set):
+def test_annotators_are_turned_away_from_every_judge_validation_page(
+    annotator_client, annotator, campaign, verdict_set
+):
     from labelstudio_lite.labelling.models import CampaignAnnotator
 
     CampaignAnnotator.objects.create(campaign=campaign, user=annotator)  # even an annotator of this very campaign
@@ -113,7 +122,9 @@ def test_an_eval_owner_reaches_every_page_and_endpoint(owner_client, campaign, v
     for method, url, response in responses(owner_client, page_requests(campaign, verdict_set)):
         assert response.status_code in (200, 302), (method, url, response.status_code)
     for method, url, data in api_requests(campaign, verdict_set):
-        response = owner_client.generic(method.upper(), url, json.dumps(data) if data else "", content_type="application/json")
+        response = owner_client.generic(
+            method.upper(), url, json.dumps(data) if data else "", content_type="application/json"
+        )
         assert response.status_code in (200, 201), (method, url, response.status_code)
 
 

@@ -54,17 +54,64 @@ def test_the_api_gives_the_report_as_json(owner_client, campaign):
 def test_the_json_report_keeps_its_keys(campaign):
     report = judge_report(campaign).as_dict()
 
-    assert list(report) == ["campaign", "run", "eval_set", "unit", "unit_word", "question", "metric", "judge", "thresholds", "verdict",
-                            "warnings", "statuses", "overall", "slices", "oversampled", "leakage", "heldout_spent", "corrected"]
+    assert list(report) == [
+        "campaign",
+        "run",
+        "eval_set",
+        "unit",
+        "unit_word",
+        "question",
+        "metric",
+        "judge",
+        "thresholds",
+        "verdict",
+        "warnings",
+        "statuses",
+        "overall",
+        "slices",
+        "oversampled",
+        "leakage",
+        "heldout_spent",
+        "corrected",
+    ]
     assert list(report["overall"]) == [
-        "n", "agreement", "kappa", "kappa_low", "kappa_high", "kappa_undefined", "confusion", "people_unsupported_rate",
-        "judge_unsupported_rate", "failures", "caught", "missed", "miss_rate", "miss_low", "miss_high", "miss_sentence",
-        "prevalence_sentence", "false_fails", "false_fail_rate", "false_fail_low", "false_fail_high", "weighted",
+        "n",
+        "agreement",
+        "kappa",
+        "kappa_low",
+        "kappa_high",
+        "kappa_undefined",
+        "confusion",
+        "people_unsupported_rate",
+        "judge_unsupported_rate",
+        "failures",
+        "caught",
+        "missed",
+        "miss_rate",
+        "miss_low",
+        "miss_high",
+        "miss_sentence",
+        "prevalence_sentence",
+        "false_fails",
+        "false_fail_rate",
+        "false_fail_low",
+        "false_fail_high",
+        "weighted",
     ]
     assert all(list(s) == ["slice", *report["overall"]] for s in report["slices"])
     assert list(report["judge"]) == ["model", "model_version", "prompt_hash", "config_hash", "source"]
     assert list(report["verdict"]) == ["fit", "line"] and list(report["thresholds"]) == ["kappa", "miss_rate"]
-    assert list(report["corrected"]) == ["raw", "corrected", "low", "high", "sensitivity", "specificity", "note", "run_items", "iterations"]
+    assert list(report["corrected"]) == [
+        "raw",
+        "corrected",
+        "low",
+        "high",
+        "sensitivity",
+        "specificity",
+        "note",
+        "run_items",
+        "iterations",
+    ]
 
 
 def test_the_cli_json_is_the_same_report_as_the_api(owner_client, campaign):
@@ -87,7 +134,9 @@ def test_the_page_shows_the_same_verdict_agreement_kappa_and_miss_sentence_as_th
     assert text_of(verdict) == report["verdict"]["line"]
     lead = text_of(re.search(r'<p class="lead">(.*?)</p>', page, re.S).group(1))
     miss = o["miss_sentence"][0].upper() + o["miss_sentence"][1:]
-    assert lead.startswith(f"{miss} ({100 * o['miss_rate']:.0f} %, 95 % CI {100 * o['miss_low']:.0f} %–{100 * o['miss_high']:.0f} %); ")
+    assert lead.startswith(
+        f"{miss} ({100 * o['miss_rate']:.0f} %, 95 % CI {100 * o['miss_low']:.0f} %–{100 * o['miss_high']:.0f} %); "
+    )
     assert o["prevalence_sentence"] in lead
     assert f"Raw agreement {100 * o['agreement']:.1f} %" in lead
     assert f"Cohen's kappa {o['kappa']:.2f} ({o['kappa_low']:.2f}–{o['kappa_high']:.2f})" in lead
@@ -134,7 +183,10 @@ def test_the_cli_text_report_gives_the_verdict_and_the_numbers(campaign):
 
     assert "VERDICT: not fit to gate: misses 44 % of unsupported answers (22 of 50" in out
     assert "agreement 0.850 · kappa 0.559" in out
-    assert "the judge passed 22 of the 50 answers people found unsupported · the judge flags 18 % as unsupported against a true 25 %" in out
+    assert (
+        "the judge passed 22 of the 50 answers people found unsupported · the judge flags 18 % as unsupported against a true 25 %"
+        in out
+    )
     assert "corrected for the judge's errors 75 %" in out
 
 
@@ -214,14 +266,20 @@ def test_exports_are_numbered_v1_v2_v3_and_each_downloads_again_with_the_same_co
     third = disagreements_export(campaign=campaign, fmt="chat", limit=4)
 
     assert sorted(ExportRecord.objects.filter(campaign=campaign).values_list("version", flat=True)) == [1, 2, 3]
-    for version, content, fmt, kind in ((1, out, "jsonl", "application/x-ndjson"), (2, second.content, "csv", "text/csv"),
-                                        (3, third.content, "chat", "application/x-ndjson")):
+    for version, content, fmt, kind in (
+        (1, out, "jsonl", "application/x-ndjson"),
+        (2, second.content, "csv", "text/csv"),
+        (3, third.content, "chat", "application/x-ndjson"),
+    ):
         response = owner_client.get(reverse("labelling:export-download", args=[campaign.name, version]))
         assert response.status_code == 200
         assert response.content.decode() == content
         assert response["Content-Type"].startswith(kind)
         extension = "csv" if fmt == "csv" else "jsonl"
-        assert response["Content-Disposition"] == f'attachment; filename="{campaign.name}-disagreements-v{version}-{fmt}.{extension}"'
+        assert (
+            response["Content-Disposition"]
+            == f'attachment; filename="{campaign.name}-disagreements-v{version}-{fmt}.{extension}"'
+        )
     again = owner_client.get(reverse("labelling:export-download", args=[campaign.name, 1]))
     assert again.content.decode() == out
 
@@ -235,20 +293,33 @@ def test_every_recorded_export_is_downloadable_and_only_those(owner_client, camp
 
 
 def test_the_page_makes_an_export_lists_it_and_links_to_its_download(owner_client, owner, campaign):
-    response = owner_client.post(reverse("labelling:export-create", args=[campaign.name]),
-                                 {"format": "csv", "limit": "12", "balanced": "on", "seed": "3"})
+    response = owner_client.post(
+        reverse("labelling:export-create", args=[campaign.name]),
+        {"format": "csv", "limit": "12", "balanced": "on", "seed": "3"},
+    )
 
     assert response.status_code == 302
     record = ExportRecord.objects.get(campaign=campaign)
     assert record.created_by == owner and record.fmt == "csv"
-    assert record.options == {"limit": 12, "balanced": True, "seed": 3, "verdict_set": None, "false_pass": 6, "false_fail": 6}
+    assert record.options == {
+        "limit": 12,
+        "balanced": True,
+        "seed": 3,
+        "verdict_set": None,
+        "false_pass": 6,
+        "false_fail": 6,
+    }
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
     assert reverse("labelling:export-download", args=[campaign.name, 1]) in page
     assert "olivia" in page
 
 
 def test_the_api_makes_an_export_and_lists_every_export(owner_client, campaign):
-    created = owner_client.post(f"/api/campaigns/{campaign.name}/exports/", {"format": "jsonl", "balanced": True}, content_type="application/json")
+    created = owner_client.post(
+        f"/api/campaigns/{campaign.name}/exports/",
+        {"format": "jsonl", "balanced": True},
+        content_type="application/json",
+    )
 
     assert created.status_code == 201
     body = created.json()
@@ -256,18 +327,26 @@ def test_the_api_makes_an_export_and_lists_every_export(owner_client, campaign):
     assert len(body["content"].splitlines()) == 16
     owner_client.post(reverse("labelling:export", args=[campaign.name, "jsonl"]))
     listing = owner_client.get(f"/api/campaigns/{campaign.name}/exports/").json()
-    assert [(e["version"], e["kind"], e["items"], e["heldout_items"]) for e in listing] == [(2, "labels", 200, 0), (1, "disagreements", 16, 0)]
+    assert [(e["version"], e["kind"], e["items"], e["heldout_items"]) for e in listing] == [
+        (2, "labels", 200, 0),
+        (1, "disagreements", 16, 0),
+    ]
     assert listing[1]["download"] == f"/campaigns/{campaign.name}/exports/1/"
     assert listing[1]["created_by"] == "olivia"
     assert owner_client.get(listing[1]["download"]).content.decode() == body["content"]
 
 
 def test_the_api_refuses_a_bad_export_request(owner_client, campaign):
-    response = owner_client.post(f"/api/campaigns/{campaign.name}/exports/", {"format": "xml"}, content_type="application/json")
+    response = owner_client.post(
+        f"/api/campaigns/{campaign.name}/exports/", {"format": "xml"}, content_type="application/json"
+    )
 
     assert response.status_code == 400
-    unknown = owner_client.post(f"/api/campaigns/{campaign.name}/exports/", {"format": "jsonl", "verdicts": 999999},
-                                content_type="application/json")
+    unknown = owner_client.post(
+        f"/api/campaigns/{campaign.name}/exports/",
+        {"format": "jsonl", "verdicts": 999999},
+        content_type="application/json",
+    )
     assert unknown.status_code == 400, "an unknown verdict set must not silently fall back to the run's judge"
     assert "has no verdict set 999999" in unknown.json()["verdicts"][0]
     assert not ExportRecord.objects.filter(campaign=campaign).exists()

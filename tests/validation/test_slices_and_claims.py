@@ -42,11 +42,18 @@ def manual_stats(pairs: list[tuple[int, int]]) -> dict:
     observed = (ss + uu) / n
     expected = ((ss + su) * (ss + us) + (us + uu) * (su + uu)) / n**2
     return {
-        "n": n, "agreement": observed, "kappa": (observed - expected) / (1 - expected),
-        "confusion": {"people_supported": {"judge_supported": ss, "judge_unsupported": su},
-                      "people_unsupported": {"judge_supported": us, "judge_unsupported": uu}},
-        "failures": us + uu, "missed": us, "caught": uu,
-        "people_unsupported_rate": (us + uu) / n, "judge_unsupported_rate": (su + uu) / n,
+        "n": n,
+        "agreement": observed,
+        "kappa": (observed - expected) / (1 - expected),
+        "confusion": {
+            "people_supported": {"judge_supported": ss, "judge_unsupported": su},
+            "people_unsupported": {"judge_supported": us, "judge_unsupported": uu},
+        },
+        "failures": us + uu,
+        "missed": us,
+        "caught": uu,
+        "people_unsupported_rate": (us + uu) / n,
+        "judge_unsupported_rate": (su + uu) / n,
         "table": [[ss, su], [us, uu]],
     }
 
@@ -70,7 +77,10 @@ def assert_stats_match(stats: dict, expected: dict, seed: int) -> None:
 
 @pytest.fixture(scope="module")
 def shared(django_db_setup, django_db_blocker, tmp_path_factory):
-    with spec_campaign_once(django_db_blocker, tmp_path_factory.mktemp("slices"), name="spec-slices") as (case, campaign):
+    with spec_campaign_once(django_db_blocker, tmp_path_factory.mktemp("slices"), name="spec-slices") as (
+        case,
+        campaign,
+    ):
         yield Shared(case, campaign.pk)
 
 
@@ -86,7 +96,10 @@ def test_each_slice_matches_a_manual_computation_on_its_own_pairs(case, campaign
     for s in slices:
         expected = manual_stats(by_slice[s["slice"]])
         assert_stats_match(s, expected, campaign.seed)
-        assert s["miss_sentence"] == f"the judge passed {expected['missed']} of the {expected['failures']} answers people found unsupported"
+        assert (
+            s["miss_sentence"]
+            == f"the judge passed {expected['missed']} of the {expected['failures']} answers people found unsupported"
+        )
 
 
 def test_the_overall_numbers_match_the_same_manual_computation(case, campaign):
@@ -105,9 +118,13 @@ def test_a_slice_where_the_judge_collapses_shows_up_although_the_aggregate_holds
         judge = True if qtype_billing else people
         verdicts.append([True] if judge else [True, False])
         human.append(people)
-    built = make_judged_run(folder=tmp_path, claim_verdicts=verdicts, types=("policy", "billing"), evalset="collapse", name="collapse")
+    built = make_judged_run(
+        folder=tmp_path, claim_verdicts=verdicts, types=("policy", "billing"), evalset="collapse", name="collapse"
+    )
     campaign = make_campaign(run=built.run, name="collapse", size=240)
-    import_labels(folder=tmp_path, campaign=campaign, rows=[(qid_of(i), None, word(h), "r1", "") for i, h in enumerate(human)])
+    import_labels(
+        folder=tmp_path, campaign=campaign, rows=[(qid_of(i), None, word(h), "r1", "") for i, h in enumerate(human)]
+    )
 
     report = judge_report(campaign).as_dict()
 
@@ -138,12 +155,22 @@ def claims(django_db_setup, django_db_blocker, tmp_path_factory):
     """45 answers of three claims each, a claim campaign of all 135 claims, every claim labelled."""
     with module_data(django_db_blocker):
         folder = tmp_path_factory.mktemp("claims")
-        built = make_judged_run(folder=folder, claim_verdicts=[[judge_claim(i, c) for c in range(CLAIMS)] for i in range(ANSWERS)],
-                                evalset="claims", name="claims-run")
+        built = make_judged_run(
+            folder=folder,
+            claim_verdicts=[[judge_claim(i, c) for c in range(CLAIMS)] for i in range(ANSWERS)],
+            evalset="claims",
+            name="claims-run",
+        )
         campaign = make_campaign(run=built.run, name="claims", unit="claim", size=1000, seed=5)
-        import_labels(folder=folder, campaign=campaign, rows=[
-            (qid_of(i), c, word(human_claim(i, c)), "r1", f"HUMANWHY-{qid_of(i)}-{c}") for i in range(ANSWERS) for c in range(CLAIMS)
-        ])
+        import_labels(
+            folder=folder,
+            campaign=campaign,
+            rows=[
+                (qid_of(i), c, word(human_claim(i, c)), "r1", f"HUMANWHY-{qid_of(i)}-{c}")
+                for i in range(ANSWERS)
+                for c in range(CLAIMS)
+            ],
+        )
         yield built, campaign.pk
 
 
@@ -156,35 +183,53 @@ def test_a_claim_campaign_reports_at_claim_level(claim_campaign):
     report = judge_report(claim_campaign).as_dict()
 
     assert report["unit"] == "claim" and report["unit_word"] == "claims"
-    expected = manual_stats([(int(human_claim(i, c)), int(judge_claim(i, c))) for i in range(ANSWERS) for c in range(CLAIMS)])
+    expected = manual_stats(
+        [(int(human_claim(i, c)), int(judge_claim(i, c))) for i in range(ANSWERS) for c in range(CLAIMS)]
+    )
     assert_stats_match(report["overall"], expected, claim_campaign.seed)
     assert report["overall"]["miss_sentence"] == (
-        f"the judge passed {expected['missed']} of the {expected['failures']} claims people found unsupported")
+        f"the judge passed {expected['missed']} of the {expected['failures']} claims people found unsupported"
+    )
 
 
 def test_a_claim_campaign_rolls_up_to_answers_unsupported_if_any_claim_is(claim_campaign):
     report = judge_report(claim_campaign).as_dict()
 
-    expected = manual_stats([
-        (int(all(human_claim(i, c) for c in range(CLAIMS))), int(all(judge_claim(i, c) for c in range(CLAIMS)))) for i in range(ANSWERS)
-    ])
+    expected = manual_stats(
+        [
+            (int(all(human_claim(i, c) for c in range(CLAIMS))), int(all(judge_claim(i, c) for c in range(CLAIMS))))
+            for i in range(ANSWERS)
+        ]
+    )
     assert expected["failures"] > 0 and expected["missed"] > 0, "the fixture must give the roll-up misses to count"
     answers = report["answers"]
     assert_stats_match(answers, expected, claim_campaign.seed)
-    assert answers["miss_sentence"] == f"the judge passed {expected['missed']} of the {expected['failures']} answers people found unsupported"
+    assert (
+        answers["miss_sentence"]
+        == f"the judge passed {expected['missed']} of the {expected['failures']} answers people found unsupported"
+    )
 
 
 def test_the_roll_up_uses_only_the_labelled_claims_of_an_answer(claims, db, tmp_path):
     built, _ = claims
     campaign = make_campaign(run=built.run, name="claims-part", unit="claim", size=1000)
-    labelled = [(i, c) for i in range(ANSWERS) for c in range(CLAIMS) if c < 2]  # the third claim of every answer stays unlabelled
-    import_labels(folder=tmp_path, campaign=campaign, rows=[(qid_of(i), c, word(human_claim(i, c)), "r1", "") for i, c in labelled])
+    labelled = [
+        (i, c) for i in range(ANSWERS) for c in range(CLAIMS) if c < 2
+    ]  # the third claim of every answer stays unlabelled
+    import_labels(
+        folder=tmp_path,
+        campaign=campaign,
+        rows=[(qid_of(i), c, word(human_claim(i, c)), "r1", "") for i, c in labelled],
+    )
 
     report = judge_report(campaign).as_dict()
 
-    expected = manual_stats([
-        (int(human_claim(i, 0) and human_claim(i, 1)), int(judge_claim(i, 0) and judge_claim(i, 1))) for i in range(ANSWERS)
-    ])
+    expected = manual_stats(
+        [
+            (int(human_claim(i, 0) and human_claim(i, 1)), int(judge_claim(i, 0) and judge_claim(i, 1)))
+            for i in range(ANSWERS)
+        ]
+    )
     assert report["answers"]["n"] == ANSWERS
     assert report["answers"]["confusion"] == expected["confusion"]
     assert report["overall"]["n"] == 2 * ANSWERS
@@ -209,13 +254,17 @@ def test_a_claim_export_gives_the_claim_its_index_and_the_judges_rationale_for_i
     record = disagreements_export(campaign=claim_campaign, fmt="jsonl")
     examples = [json.loads(line) for line in record.content.splitlines()]
 
-    disagreements = {(qid_of(i), c) for i in range(ANSWERS) for c in range(CLAIMS) if human_claim(i, c) != judge_claim(i, c)}
+    disagreements = {
+        (qid_of(i), c) for i in range(ANSWERS) for c in range(CLAIMS) if human_claim(i, c) != judge_claim(i, c)
+    }
     assert {(e["question_id"], e["claim_index"]) for e in examples} == disagreements
     for e in examples:
         qid, c = e["question_id"], e["claim_index"]
         assert e["claim"] == f"Claim {c + 1} of {qid}: the window is {10 + c} days."
         assert e["human_rationales"] == [f"HUMANWHY-{qid}-{c}"]
-        assert e["judge_rationale"] == (f"Stated in chunk 1 for {qid}." if judge_claim(int(qid[1:]), c) else judge_why(qid))
+        assert e["judge_rationale"] == (
+            f"Stated in chunk 1 for {qid}." if judge_claim(int(qid[1:]), c) else judge_why(qid)
+        )
 
 
 def test_the_chat_form_of_a_claim_export_asks_about_the_claim(claim_campaign):
@@ -227,9 +276,17 @@ def test_the_chat_form_of_a_claim_export_asks_about_the_claim(claim_campaign):
 
 
 def test_claim_verdicts_are_imported_by_question_and_claim_index(claim_campaign, tmp_path):
-    result = import_verdicts(folder=tmp_path, campaign=claim_campaign, file="claims.verdicts.jsonl", judge_config=TUNED_JUDGE, records=[
-        {"question_id": qid_of(i), "claim_index": c, "supported": human_claim(i, c)} for i in range(ANSWERS) for c in range(CLAIMS)
-    ])
+    result = import_verdicts(
+        folder=tmp_path,
+        campaign=claim_campaign,
+        file="claims.verdicts.jsonl",
+        judge_config=TUNED_JUDGE,
+        records=[
+            {"question_id": qid_of(i), "claim_index": c, "supported": human_claim(i, c)}
+            for i in range(ANSWERS)
+            for c in range(CLAIMS)
+        ],
+    )
     verdict_set, created = result.verdict_set, result.created
 
     assert created and verdict_set.verdicts.count() == ANSWERS * CLAIMS

@@ -225,7 +225,9 @@ def test_the_csv_export_holds_the_same_30_items_with_every_column(case, campaign
         assert r["human_label"] == ("supported" if case.human[qid] else "unsupported")
         assert r["human_rationales"] == human_why(qid)
         assert r["judge_verdict"] == ("supported" if case.judge[qid] else "unsupported")
-        assert r["judge_rationale"] == (judge_why(qid) if r["error"] == "false_fail" else f"Stated in chunk 1 for {qid}.")
+        assert r["judge_rationale"] == (
+            judge_why(qid) if r["error"] == "false_fail" else f"Stated in chunk 1 for {qid}."
+        )
 
 
 def test_a_balanced_export_gives_8_false_passes_and_8_false_fails(case, campaign):

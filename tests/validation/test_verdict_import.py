@@ -24,12 +24,16 @@ from .conftest import Shared, spec_campaign_once
 
 @pytest.fixture(scope="module")
 def shared(django_db_setup, django_db_blocker, tmp_path_factory):
-    with spec_campaign_once(django_db_blocker, tmp_path_factory.mktemp("verdicts"), name="spec-verdicts", heldout_fraction=0.3) as (case, campaign):
+    with spec_campaign_once(
+        django_db_blocker, tmp_path_factory.mktemp("verdicts"), name="spec-verdicts", heldout_fraction=0.3
+    ) as (case, campaign):
         yield Shared(case, campaign.pk)
 
 
 def good_records(case) -> list[dict]:
-    return [{"question_id": q, "supported": bool(case.human[q]), "rationale": f"tuned on {q}"} for q in sorted(case.human)]
+    return [
+        {"question_id": q, "supported": bool(case.human[q]), "rationale": f"tuned on {q}"} for q in sorted(case.human)
+    ]
 
 
 def bad_records(case) -> list[dict]:
@@ -56,18 +60,28 @@ def test_verdicts_are_imported_for_every_item_with_their_rationales(case, campai
     verdict_set, created, message = result.verdict_set, result.created, result.message
 
     assert created
-    assert verdict_set.campaign == campaign and verdict_set.created_by == owner and verdict_set.source_name == "tuned.jsonl"
+    assert (
+        verdict_set.campaign == campaign
+        and verdict_set.created_by == owner
+        and verdict_set.source_name == "tuned.jsonl"
+    )
     assert verdict_set.judge_config.prompt == TUNED_JUDGE["prompt"]
     assert verdict_set.verdicts.count() == 200
     verdict = verdict_set.verdicts.get(item__row__question__qid="q0007")
     assert verdict.supported is bool(case.human["q0007"]) and verdict.rationale == "tuned on q0007"
     heldout = campaign.items.filter(split="heldout").count()
-    assert message == f"Imported 200 verdicts of {verdict_set.judge_config} ({heldout} of {heldout} held-out items covered)."
+    assert (
+        message
+        == f"Imported 200 verdicts of {verdict_set.judge_config} ({heldout} of {heldout} held-out items covered)."
+    )
 
 
 def test_verdicts_import_from_csv_too(case, campaign, tmp_path):
-    path = write_csv(tmp_path / "tuned.csv", ["question_id", "supported", "rationale"],
-                     [(r["question_id"], "true" if r["supported"] else "false", r["rationale"]) for r in good_records(case)])
+    path = write_csv(
+        tmp_path / "tuned.csv",
+        ["question_id", "supported", "rationale"],
+        [(r["question_id"], "true" if r["supported"] else "false", r["rationale"]) for r in good_records(case)],
+    )
 
     result = verdicts_import(campaign=campaign, path=path, judge_config=TUNED_JUDGE)
     verdict_set, created = result.verdict_set, result.created
@@ -106,10 +120,14 @@ def test_the_same_file_twice_imports_nothing_new(case, campaign, tmp_path):
 
 
 def test_another_file_for_a_judge_config_already_imported_is_refused(case, campaign, tmp_path):
-    verdicts_import(campaign=campaign, path=write_jsonl(tmp_path / "a.jsonl", good_records(case)), judge_config=TUNED_JUDGE)
+    verdicts_import(
+        campaign=campaign, path=write_jsonl(tmp_path / "a.jsonl", good_records(case)), judge_config=TUNED_JUDGE
+    )
 
     with pytest.raises(ImportFailed, match="already imported for spec-verdicts from another file"):
-        verdicts_import(campaign=campaign, path=write_jsonl(tmp_path / "b.jsonl", good_records(case)[:50]), judge_config=TUNED_JUDGE)
+        verdicts_import(
+            campaign=campaign, path=write_jsonl(tmp_path / "b.jsonl", good_records(case)[:50]), judge_config=TUNED_JUDGE
+        )
     assert Verdict.objects.count() == 200
 
 
@@ -125,8 +143,11 @@ def test_an_empty_file_or_a_config_without_a_model_is_refused(campaign, tmp_path
     with pytest.raises(ImportFailed, match="holds no verdicts"):
         verdicts_import(campaign=campaign, path=write_jsonl(tmp_path / "empty.jsonl", []), judge_config=TUNED_JUDGE)
     with pytest.raises(ImportFailed, match="model"):
-        verdicts_import(campaign=campaign, path=write_jsonl(tmp_path / "x.jsonl", [{"question_id": "q0000", "supported": True}]),
-                        judge_config={"prompt": "no model"})
+        verdicts_import(
+            campaign=campaign,
+            path=write_jsonl(tmp_path / "x.jsonl", [{"question_id": "q0000", "supported": True}]),
+            judge_config={"prompt": "no model"},
+        )
     assert nothing_imported()
 
 
@@ -200,7 +221,9 @@ def test_the_command_refuses_the_runs_own_judge_config(case, campaign, tmp_path)
     assert nothing_imported()
 
 
-def test_the_command_refuses_a_missing_file_an_unknown_campaign_and_an_unreadable_config(case, campaign, tmp_path, tuned_config):
+def test_the_command_refuses_a_missing_file_an_unknown_campaign_and_an_unreadable_config(
+    case, campaign, tmp_path, tuned_config
+):
     path = write_jsonl(tmp_path / "tuned.jsonl", good_records(case))
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
@@ -221,10 +244,13 @@ def test_the_command_refuses_a_missing_file_an_unknown_campaign_and_an_unreadabl
 
 def upload(client, campaign, records, config, name="tuned.jsonl"):
     content = "".join(json.dumps(r) + "\n" for r in records).encode()
-    return client.post(reverse("labelling:verdicts", args=[campaign.name]), {
-        "file": SimpleUploadedFile(name, content, content_type="application/x-ndjson"),
-        "judge_config": json.dumps(config) if isinstance(config, dict) else config,
-    })
+    return client.post(
+        reverse("labelling:verdicts", args=[campaign.name]),
+        {
+            "file": SimpleUploadedFile(name, content, content_type="application/x-ndjson"),
+            "judge_config": json.dumps(config) if isinstance(config, dict) else config,
+        },
+    )
 
 
 def test_the_upload_page_imports_verdicts_as_a_job_and_links_to_their_report(case, campaign, owner, owner_client):
@@ -256,7 +282,11 @@ def test_a_bad_upload_fails_its_job_with_numbered_lines_and_imports_nothing(case
 
     job = Job.objects.get(kind=IMPORT_VERDICTS)
     assert job.status == Job.Status.FAILED
-    assert [(p["line"], p["field"]) for p in job.result["problems"]] == [(3, "question_id"), (5, "supported"), (7, "question_id")]
+    assert [(p["line"], p["field"]) for p in job.result["problems"]] == [
+        (3, "question_id"),
+        (5, "supported"),
+        (7, "question_id"),
+    ]
     assert "bad.jsonl, line 5, field 'supported'" in job.error
     assert nothing_imported()
     page = owner_client.get(reverse("evalcore:job", args=[job.pk])).content.decode()

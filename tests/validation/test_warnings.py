@@ -34,8 +34,12 @@ def human_of(i: int) -> bool:
 @pytest.fixture(scope="module")
 def shared(django_db_setup, django_db_blocker, tmp_path_factory):
     with module_data(django_db_blocker):
-        built = make_judged_run(folder=tmp_path_factory.mktemp("warn"), claim_verdicts=[answer_claims(judge_of(i)) for i in range(N)], evalset="warn",
-                                name="warn-run")
+        built = make_judged_run(
+            folder=tmp_path_factory.mktemp("warn"),
+            claim_verdicts=[answer_claims(judge_of(i)) for i in range(N)],
+            evalset="warn",
+            name="warn-run",
+        )
         yield built.run.pk
 
 
@@ -65,7 +69,10 @@ def test_fewer_than_200_labelled_items_is_warned_about(make, tmp_path):
     report = judge_report(campaign).as_dict()
 
     assert report["overall"]["n"] == N
-    assert "Only 60 labelled answers: the spec asks for at least 200 per judge metric, so the intervals are wide." in report["warnings"]
+    assert (
+        "Only 60 labelled answers: the spec asks for at least 200 per judge metric, so the intervals are wide."
+        in report["warnings"]
+    )
 
 
 def test_few_items_of_the_failure_class_are_warned_about_with_the_miss_rates_interval(make, tmp_path):
@@ -78,8 +85,10 @@ def test_few_items_of_the_failure_class_are_warned_about_with_the_miss_rates_int
     failures = sum(1 for i in range(N) if not human_of(i))
     assert (o["failures"], o["missed"]) == (failures, 2) and failures < 30
     low, high = proportion_confint(2, failures, method="wilson")
-    expected = (f"Only {failures} answers that people found unsupported: the miss rate rests on few items "
-                f"(95 % CI {100 * low:.0f} %–{100 * high:.0f} %).")
+    expected = (
+        f"Only {failures} answers that people found unsupported: the miss rate rests on few items "
+        f"(95 % CI {100 * low:.0f} %–{100 * high:.0f} %)."
+    )
     assert expected in report["warnings"]
 
 
@@ -101,14 +110,27 @@ def test_unresolved_conflicts_are_counted_warned_about_and_left_out(make, tmp_pa
 
 def test_a_few_conflicts_are_reported_without_calling_them_many(make, tmp_path):
     campaign = make("one-conflict", overlap=2)
-    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1") + labels(range(N), "r2", value=lambda i: word(not human_of(i) if i == 9 else human_of(i))))
+    import_labels(
+        folder=tmp_path,
+        campaign=campaign,
+        rows=labels(range(N), "r1")
+        + labels(range(N), "r2", value=lambda i: word(not human_of(i) if i == 9 else human_of(i))),
+    )
 
-    assert "1 answers have conflicting labels and are left out until adjudicated." in judge_report(campaign).as_dict()["warnings"]
+    assert (
+        "1 answers have conflicting labels and are left out until adjudicated."
+        in judge_report(campaign).as_dict()["warnings"]
+    )
 
 
 def test_an_adjudicated_conflict_counts_again_with_the_owners_label(make, tmp_path, owner):
     campaign = make("adjudicated", overlap=2)
-    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1") + labels(range(N), "r2", value=lambda i: word(not human_of(i) if i == 0 else human_of(i))))
+    import_labels(
+        folder=tmp_path,
+        campaign=campaign,
+        rows=labels(range(N), "r1")
+        + labels(range(N), "r2", value=lambda i: word(not human_of(i) if i == 0 else human_of(i))),
+    )
     item = Item.objects.get(campaign=campaign, row__question__qid=qid_of(0))
     before = judge_report(campaign).as_dict()
 
@@ -147,7 +169,11 @@ def test_unlabelled_items_count_as_in_progress(make, tmp_path):
 
 def test_cant_tell_answers_are_not_votes(make, tmp_path):
     campaign = make("cant-tell")
-    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1", value=lambda i: "cant_tell" if i < 4 else word(human_of(i))))
+    import_labels(
+        folder=tmp_path,
+        campaign=campaign,
+        rows=labels(range(N), "r1", value=lambda i: "cant_tell" if i < 4 else word(human_of(i))),
+    )
 
     report = judge_report(campaign).as_dict()
 
@@ -163,7 +189,10 @@ def test_a_campaign_without_labels_says_there_is_nothing_to_judge_yet(make, owne
     assert report["overall"] == {"n": 0}
     assert report["verdict"] == {"fit": None, "line": "VERDICT: not enough labels to judge: no labelled items yet"}
     assert report["slices"] == [] and report["corrected"] is None
-    assert "Only 0 labelled answers: the spec asks for at least 200 per judge metric, so the intervals are wide." in report["warnings"]
+    assert (
+        "Only 0 labelled answers: the spec asks for at least 200 per judge metric, so the intervals are wide."
+        in report["warnings"]
+    )
     assert "Labels still in progress: 60 of 60 answers have no final label yet and are left out." in report["warnings"]
     page = owner_client.get(reverse("labelling:report", args=[campaign.name]))
     assert page.status_code == 200
@@ -179,12 +208,20 @@ def test_when_people_found_nothing_unsupported_the_miss_rate_is_unknown(make, tm
     assert report["overall"]["miss_sentence"] == "people found no answers unsupported"
     assert report["overall"]["miss_rate"] is None
     assert report["verdict"]["fit"] is None
-    assert report["verdict"]["line"] == "VERDICT: not enough labels to judge: people found no answers unsupported, so the miss rate is unknown"
+    assert (
+        report["verdict"]["line"]
+        == "VERDICT: not enough labels to judge: people found no answers unsupported, so the miss rate is unknown"
+    )
 
 
 def test_the_report_page_shows_every_warning(make, tmp_path, owner_client):
     campaign = make("page-warnings", overlap=2)
-    import_labels(folder=tmp_path, campaign=campaign, rows=labels(range(N), "r1") + labels(range(40), "r2", value=lambda i: word(not human_of(i) if i < 5 else human_of(i))))
+    import_labels(
+        folder=tmp_path,
+        campaign=campaign,
+        rows=labels(range(N), "r1")
+        + labels(range(40), "r2", value=lambda i: word(not human_of(i) if i < 5 else human_of(i))),
+    )
     report = judge_report(campaign).as_dict()
     assert len(report["warnings"]) == 4  # too few, few failures, conflicts, in progress
 

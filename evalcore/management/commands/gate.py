@@ -36,13 +36,31 @@ class Command(BaseCommand):
         parser.add_argument("--base", required=True, help="baseline run name (or #id)")
         parser.add_argument("--candidate", required=True, help="candidate run name (or #id)")
         parser.add_argument("--evalset", help="NAME or NAME@VERSION, when run names repeat across eval sets")
-        parser.add_argument("--metric", action="append", dest="metrics", help="metric to gate (repeat; default: every shared metric)")
-        parser.add_argument("--slice-by", default="type", choices=["type", "none"], help="slice by question type (default) or not at all")
+        parser.add_argument(
+            "--metric", action="append", dest="metrics", help="metric to gate (repeat; default: every shared metric)"
+        )
+        parser.add_argument(
+            "--slice-by",
+            default="type",
+            choices=["type", "none"],
+            help="slice by question type (default) or not at all",
+        )
         parser.add_argument("--margin", type=float, help="largest tolerated drop for every metric (default 0.02)")
-        parser.add_argument("--margin-for", action="append", default=[], metavar="METRIC=VALUE", help="a margin for one metric")
-        parser.add_argument("--lower-is-better", action="append", default=[], metavar="METRIC", help="a metric where a rise is a regression")
-        parser.add_argument("--judge-policy", choices=JUDGE_POLICIES,
-                            help="what an unvalidated or unfit judge does to judge metrics (default: GATE_JUDGE_POLICY, review)")
+        parser.add_argument(
+            "--margin-for", action="append", default=[], metavar="METRIC=VALUE", help="a margin for one metric"
+        )
+        parser.add_argument(
+            "--lower-is-better",
+            action="append",
+            default=[],
+            metavar="METRIC",
+            help="a metric where a rise is a regression",
+        )
+        parser.add_argument(
+            "--judge-policy",
+            choices=JUDGE_POLICIES,
+            help="what an unvalidated or unfit judge does to judge metrics (default: GATE_JUDGE_POLICY, review)",
+        )
         parser.add_argument("--json", action="store_true", help="print every decision and its interval as JSON")
 
     def handle(self, *args, **options):
@@ -52,13 +70,19 @@ class Command(BaseCommand):
         except UserFacingError as error:
             raise CommandError(str(error)) from None
         params = GateParams(
-            base=base.pk, candidate=candidate.pk, metrics=options["metrics"] or [],
-            slice_by=None if options["slice_by"] == "none" else "type", margin=options["margin"],
-            margins=dict(_margin_pair(m) for m in options["margin_for"]), lower_is_better=options["lower_is_better"],
+            base=base.pk,
+            candidate=candidate.pk,
+            metrics=options["metrics"] or [],
+            slice_by=None if options["slice_by"] == "none" else "type",
+            margin=options["margin"],
+            margins=dict(_margin_pair(m) for m in options["margin_for"]),
+            lower_is_better=options["lower_is_better"],
             judge_policy=options["judge_policy"],
         )
         result = run_job_cli(request_gate, params=params, label="gate", stderr=self.stderr, quiet=options["json"])
-        comparison = Comparison.objects.select_related("base__version__eval_set", "candidate").get(pk=result["comparison_id"])
+        comparison = Comparison.objects.select_related("base__version__eval_set", "candidate").get(
+            pk=result["comparison_id"]
+        )
         data = comparison_as_dict(comparison)
         if options["json"]:
             self.stdout.write(json.dumps(data, indent=2))
@@ -92,11 +116,21 @@ def render_table(data: dict) -> str:
     worst = [d for d in data["decisions"] if d["status"] == data["overall"] and d["slice"] == "all"] or [
         d for d in data["decisions"] if d["status"] == data["overall"]
     ]
-    reason = f"  ({worst[0]['message']}{'' if worst[0]['slice'] == 'all' else ' in slice ' + worst[0]['slice']})" if worst and EXIT[data["overall"]] else ""
+    reason = (
+        f"  ({worst[0]['message']}{'' if worst[0]['slice'] == 'all' else ' in slice ' + worst[0]['slice']})"
+        if worst and EXIT[data["overall"]]
+        else ""
+    )
     lines += ["", f"OVERALL: {data['overall'].upper()}{reason}"]
     for rate in data.get("judge_rates") or []:
-        corrected = f"{100 * rate['corrected']:.1f} % ({100 * rate['low']:.1f}–{100 * rate['high']:.1f} %)" if rate["corrected"] is not None else "—"
-        lines.append(f"judge pass rate of {rate['run']}: {100 * rate['raw']:.1f} % raw, {corrected} corrected for the judge's errors")
+        corrected = (
+            f"{100 * rate['corrected']:.1f} % ({100 * rate['low']:.1f}–{100 * rate['high']:.1f} %)"
+            if rate["corrected"] is not None
+            else "—"
+        )
+        lines.append(
+            f"judge pass rate of {rate['run']}: {100 * rate['raw']:.1f} % raw, {corrected} corrected for the judge's errors"
+        )
     for metric, why in data["excluded_metrics"].items():
         lines.append(f"not compared: {metric}: {why}")
     for note in data["notes"]:

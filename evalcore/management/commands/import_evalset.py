@@ -13,10 +13,16 @@ class Command(BaseCommand):
     help = "Import questions as a new frozen version of an eval set (atomic; importing the same content twice creates nothing)."
 
     def add_arguments(self, parser):
-        parser.add_argument("file", type=Path, help="JSON Lines, CSV, Parquet, a Ragas table or TREC qrels (see docs/formats.md)")
+        parser.add_argument(
+            "file", type=Path, help="JSON Lines, CSV, Parquet, a Ragas table or TREC qrels (see docs/formats.md)"
+        )
         parser.add_argument("--name", required=True, help="eval set name (letters, digits, - and _)")
         parser.add_argument("--format", choices=FORMATS, help="file format (default: from the extension)")
-        parser.add_argument("--extend", action="store_true", help="add the file's questions to the latest version (or --base) instead of replacing them")
+        parser.add_argument(
+            "--extend",
+            action="store_true",
+            help="add the file's questions to the latest version (or --base) instead of replacing them",
+        )
         parser.add_argument("--base", type=int, help="the version to extend (default: the latest)")
         parser.add_argument("--topics", type=Path, help="TREC topics as 'qid<TAB>text' lines, for qrels")
         parser.add_argument("--description", default="")
@@ -27,9 +33,14 @@ class Command(BaseCommand):
         file = existing_file(path)
         topics = existing_file(options["topics"], "topics") if options["topics"] else None
         params = EvalSetImportParams(
-            path=file, name=options["name"], format=options["format"], display_name=path.name,
-            mode="extend" if options["extend"] else "replace", base_version=options["base"],
-            topics_path=topics, description=options["description"],
+            path=file,
+            name=options["name"],
+            format=options["format"],
+            display_name=path.name,
+            mode="extend" if options["extend"] else "replace",
+            base_version=options["base"],
+            topics_path=topics,
+            description=options["description"],
         )
         result = run_import_cli(self, request_evalset_import, params=params, path=path, quiet=options["quiet"])
         self.stdout.write(f"version: {result['eval_set']}@{result['version']}")

@@ -28,15 +28,25 @@ class Command(BaseCommand):
     help = "Import a run's rows (one per question), score them, and store them (atomic and idempotent)."
 
     def add_arguments(self, parser):
-        parser.add_argument("file", type=Path, help="JSON Lines, CSV, Parquet, a Ragas table or a TREC run (see docs/formats.md)")
+        parser.add_argument(
+            "file", type=Path, help="JSON Lines, CSV, Parquet, a Ragas table or a TREC run (see docs/formats.md)"
+        )
         parser.add_argument("--evalset", required=True, help="NAME (latest version) or NAME@VERSION")
         parser.add_argument("--name", required=True, help="run name, unique within the eval set version")
         parser.add_argument("--format", choices=FORMATS)
-        parser.add_argument("--judge-config", type=Path, help="JSON: model, model_version, prompt, temperature, claim_splitting, library_versions")
+        parser.add_argument(
+            "--judge-config",
+            type=Path,
+            help="JSON: model, model_version, prompt, temperature, claim_splitting, library_versions",
+        )
         parser.add_argument("--system-config", type=Path, help="JSON: retriever, reranker, chunking, prompt, ...")
         parser.add_argument("--chunks", type=Path, help="chunk map (id, doc, start, end) when gold is given as spans")
-        parser.add_argument("--k", type=int, help="chunks that reach the model (default: the most context_ids in a row)")
-        parser.add_argument("--gain", choices=["exponential", "linear"], default="exponential", help="nDCG gain: 2^g-1 (default) or g")
+        parser.add_argument(
+            "--k", type=int, help="chunks that reach the model (default: the most context_ids in a row)"
+        )
+        parser.add_argument(
+            "--gain", choices=["exponential", "linear"], default="exponential", help="nDCG gain: 2^g-1 (default) or g"
+        )
         parser.add_argument("--description", default="")
         parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -45,10 +55,16 @@ class Command(BaseCommand):
         file = existing_file(path)
         chunks = existing_file(options["chunks"], "chunk map") if options["chunks"] else None
         params = RunImportParams(
-            path=file, evalset=options["evalset"], name=options["name"], format=options["format"],
-            display_name=path.name, k=options["k"], gain=options["gain"],
+            path=file,
+            evalset=options["evalset"],
+            name=options["name"],
+            format=options["format"],
+            display_name=path.name,
+            k=options["k"],
+            gain=options["gain"],
             judge_config=_json_file(options["judge_config"], "judge config"),
             system_config=_json_file(options["system_config"], "system config"),
-            chunks_path=chunks, description=options["description"],
+            chunks_path=chunks,
+            description=options["description"],
         )
         run_import_cli(self, request_run_import, params=params, path=path, quiet=options["quiet"])

@@ -7,178 +7,357 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('evalcore', '0002_freeze_triggers'),
+        ("evalcore", "0002_freeze_triggers"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Campaign',
+            name="Campaign",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100, unique=True)),
-                ('unit', models.CharField(choices=[('answer', 'Whole answers'), ('claim', 'Single claims')], max_length=10)),
-                ('judge_question', models.TextField(help_text='The question the judge answers, shown verbatim to annotators.')),
-                ('guidance', models.TextField(blank=True, help_text='Extra guidance from the eval owner.')),
-                ('size', models.PositiveIntegerField(help_text='Items sampled.')),
-                ('seed', models.PositiveIntegerField(default=7)),
-                ('heldout_fraction', models.FloatField(default=0.3)),
-                ('overlap', models.PositiveSmallIntegerField(default=1, help_text='Different annotators per item.')),
-                ('lease_seconds', models.PositiveIntegerField(default=600)),
-                ('strata', models.JSONField(blank=True, default=list, help_text='Per stratum: available and sampled counts.')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='campaigns', to='evalcore.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=100, unique=True)),
+                (
+                    "unit",
+                    models.CharField(choices=[("answer", "Whole answers"), ("claim", "Single claims")], max_length=10),
+                ),
+                (
+                    "judge_question",
+                    models.TextField(help_text="The question the judge answers, shown verbatim to annotators."),
+                ),
+                ("guidance", models.TextField(blank=True, help_text="Extra guidance from the eval owner.")),
+                ("size", models.PositiveIntegerField(help_text="Items sampled.")),
+                ("seed", models.PositiveIntegerField(default=7)),
+                ("heldout_fraction", models.FloatField(default=0.3)),
+                ("overlap", models.PositiveSmallIntegerField(default=1, help_text="Different annotators per item.")),
+                ("lease_seconds", models.PositiveIntegerField(default=600)),
+                (
+                    "strata",
+                    models.JSONField(blank=True, default=list, help_text="Per stratum: available and sampled counts."),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="campaigns", to="evalcore.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='CampaignAnnotator',
+            name="CampaignAnnotator",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('added_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='labelling.campaign')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("added_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("campaign", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="labelling.campaign")),
+                ("user", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL)),
             ],
         ),
         migrations.AddField(
-            model_name='campaign',
-            name='annotators',
-            field=models.ManyToManyField(related_name='campaigns', through='labelling.CampaignAnnotator', to=settings.AUTH_USER_MODEL),
+            model_name="campaign",
+            name="annotators",
+            field=models.ManyToManyField(
+                related_name="campaigns", through="labelling.CampaignAnnotator", to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.CreateModel(
-            name='Item',
+            name="Item",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('claim_index', models.PositiveIntegerField(blank=True, help_text='For claim campaigns: which claim of the answer.', null=True)),
-                ('split', models.CharField(choices=[('tuning', 'Tuning'), ('heldout', 'Held out')], max_length=10)),
-                ('stratum', models.CharField(help_text='Question type and judge verdict the item was sampled from.', max_length=200)),
-                ('judge_supported', models.BooleanField(help_text="The judge's verdict. Never sent to annotators.")),
-                ('sampling_weight', models.FloatField(default=1.0, help_text='Stratum population over stratum sample size.')),
-                ('position', models.PositiveIntegerField(help_text='Order in which items are handed out.')),
-                ('overlap', models.PositiveSmallIntegerField(help_text="Copy of the campaign's overlap, for the constraint.")),
-                ('slots_taken', models.PositiveSmallIntegerField(default=0, help_text="Labels (not can't-tell) plus active leases.")),
-                ('label_count', models.PositiveSmallIntegerField(default=0, help_text='Supported / unsupported labels.')),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='labelling.campaign')),
-                ('row', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='label_items', to='evalcore.row')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "claim_index",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="For claim campaigns: which claim of the answer.", null=True
+                    ),
+                ),
+                ("split", models.CharField(choices=[("tuning", "Tuning"), ("heldout", "Held out")], max_length=10)),
+                (
+                    "stratum",
+                    models.CharField(
+                        help_text="Question type and judge verdict the item was sampled from.", max_length=200
+                    ),
+                ),
+                ("judge_supported", models.BooleanField(help_text="The judge's verdict. Never sent to annotators.")),
+                (
+                    "sampling_weight",
+                    models.FloatField(default=1.0, help_text="Stratum population over stratum sample size."),
+                ),
+                ("position", models.PositiveIntegerField(help_text="Order in which items are handed out.")),
+                (
+                    "overlap",
+                    models.PositiveSmallIntegerField(help_text="Copy of the campaign's overlap, for the constraint."),
+                ),
+                (
+                    "slots_taken",
+                    models.PositiveSmallIntegerField(
+                        default=0, help_text="Labels (not can't-tell) plus active leases."
+                    ),
+                ),
+                (
+                    "label_count",
+                    models.PositiveSmallIntegerField(default=0, help_text="Supported / unsupported labels."),
+                ),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="items", to="labelling.campaign"
+                    ),
+                ),
+                (
+                    "row",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="label_items", to="evalcore.row"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['campaign', 'position'],
+                "ordering": ["campaign", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Assignment',
+            name="Assignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('active', 'Active'), ('submitted', 'Submitted'), ('skipped', 'Skipped'), ('expired', 'Expired')], default='active', max_length=10)),
-                ('served_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('expires_at', models.DateTimeField()),
-                ('closed_at', models.DateTimeField(blank=True, null=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='labelling.item')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("active", "Active"),
+                            ("submitted", "Submitted"),
+                            ("skipped", "Skipped"),
+                            ("expired", "Expired"),
+                        ],
+                        default="active",
+                        max_length=10,
+                    ),
+                ),
+                ("served_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("expires_at", models.DateTimeField()),
+                ("closed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="assignments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="assignments", to="labelling.item"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Adjudication',
+            name="Adjudication",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('value', models.CharField(choices=[('supported', 'Supported'), ('unsupported', 'Unsupported')], max_length=12)),
-                ('note', models.TextField(blank=True)),
-                ('decided_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('decided_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('item', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='adjudication', to='labelling.item')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "value",
+                    models.CharField(
+                        choices=[("supported", "Supported"), ("unsupported", "Unsupported")], max_length=12
+                    ),
+                ),
+                ("note", models.TextField(blank=True)),
+                ("decided_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="adjudication", to="labelling.item"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Label',
+            name="Label",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_annotator', models.CharField(blank=True, help_text='An annotator who is not a user (imported labels).', max_length=150)),
-                ('value', models.CharField(choices=[('supported', 'Supported'), ('unsupported', 'Unsupported'), ('cant_tell', "Can't tell")], max_length=12)),
-                ('rationale', models.TextField(blank=True)),
-                ('seconds', models.FloatField(blank=True, help_text='Time from the item being shown to the label.', null=True)),
-                ('source', models.CharField(choices=[('ui', 'Labelling page'), ('api', 'API'), ('import', 'Import')], default='ui', max_length=10)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('annotator', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='labels', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='labels', to='labelling.item')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "external_annotator",
+                    models.CharField(
+                        blank=True, help_text="An annotator who is not a user (imported labels).", max_length=150
+                    ),
+                ),
+                (
+                    "value",
+                    models.CharField(
+                        choices=[
+                            ("supported", "Supported"),
+                            ("unsupported", "Unsupported"),
+                            ("cant_tell", "Can't tell"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("rationale", models.TextField(blank=True)),
+                (
+                    "seconds",
+                    models.FloatField(blank=True, help_text="Time from the item being shown to the label.", null=True),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("ui", "Labelling page"), ("api", "API"), ("import", "Import")],
+                        default="ui",
+                        max_length=10,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="labels",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="labels", to="labelling.item"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['item', 'created_at'],
+                "ordering": ["item", "created_at"],
             },
         ),
         migrations.AddConstraint(
-            model_name='campaignannotator',
-            constraint=models.UniqueConstraint(fields=('campaign', 'user'), name='campaign_annotator_unique'),
+            model_name="campaignannotator",
+            constraint=models.UniqueConstraint(fields=("campaign", "user"), name="campaign_annotator_unique"),
         ),
         migrations.AddConstraint(
-            model_name='campaign',
-            constraint=models.CheckConstraint(condition=models.Q(('overlap__gte', 1)), name='campaign_overlap_positive'),
+            model_name="campaign",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("overlap__gte", 1)), name="campaign_overlap_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='campaign',
-            constraint=models.CheckConstraint(condition=models.Q(('heldout_fraction__gte', 0), ('heldout_fraction__lte', 1)), name='campaign_heldout_fraction_range'),
+            model_name="campaign",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("heldout_fraction__gte", 0), ("heldout_fraction__lte", 1)),
+                name="campaign_heldout_fraction_range",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='campaign',
-            constraint=models.CheckConstraint(condition=models.Q(('unit__in', ['answer', 'claim'])), name='campaign_unit_valid'),
+            model_name="campaign",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("unit__in", ["answer", "claim"])), name="campaign_unit_valid"
+            ),
         ),
         migrations.AddIndex(
-            model_name='item',
-            index=models.Index(fields=['campaign', 'slots_taken', 'position'], name='item_next_idx'),
+            model_name="item",
+            index=models.Index(fields=["campaign", "slots_taken", "position"], name="item_next_idx"),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.UniqueConstraint(fields=('campaign', 'row', 'claim_index'), name='item_claim_unique_in_campaign'),
+            model_name="item",
+            constraint=models.UniqueConstraint(
+                fields=("campaign", "row", "claim_index"), name="item_claim_unique_in_campaign"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.UniqueConstraint(condition=models.Q(('claim_index__isnull', True)), fields=('campaign', 'row'), name='item_answer_unique_in_campaign'),
+            model_name="item",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("claim_index__isnull", True)),
+                fields=("campaign", "row"),
+                name="item_answer_unique_in_campaign",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.UniqueConstraint(fields=('campaign', 'position'), name='item_position_unique'),
+            model_name="item",
+            constraint=models.UniqueConstraint(fields=("campaign", "position"), name="item_position_unique"),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.CheckConstraint(condition=models.Q(('slots_taken__lte', models.F('overlap'))), name='item_slots_within_overlap'),
+            model_name="item",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("slots_taken__lte", models.F("overlap"))), name="item_slots_within_overlap"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.CheckConstraint(condition=models.Q(('label_count__lte', models.F('overlap'))), name='item_labels_within_overlap'),
+            model_name="item",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("label_count__lte", models.F("overlap"))), name="item_labels_within_overlap"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.CheckConstraint(condition=models.Q(('split__in', ['tuning', 'heldout'])), name='item_split_valid'),
+            model_name="item",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("split__in", ["tuning", "heldout"])), name="item_split_valid"
+            ),
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['status', 'expires_at'], name='assignment_expiry_idx'),
+            model_name="assignment",
+            index=models.Index(fields=["status", "expires_at"], name="assignment_expiry_idx"),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'active')), fields=('item', 'annotator'), name='assignment_one_active_lease'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "active")),
+                fields=("item", "annotator"),
+                name="assignment_one_active_lease",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='label',
-            constraint=models.UniqueConstraint(condition=models.Q(('annotator__isnull', False)), fields=('item', 'annotator'), name='label_one_per_annotator'),
+            model_name="label",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("annotator__isnull", False)),
+                fields=("item", "annotator"),
+                name="label_one_per_annotator",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='label',
-            constraint=models.UniqueConstraint(condition=models.Q(('external_annotator', ''), _negated=True), fields=('item', 'external_annotator'), name='label_one_per_external_annotator'),
+            model_name="label",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("external_annotator", ""), _negated=True),
+                fields=("item", "external_annotator"),
+                name="label_one_per_external_annotator",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='label',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('annotator__isnull', False), ('external_annotator', '')), models.Q(('annotator__isnull', True), models.Q(('external_annotator', ''), _negated=True)), _connector='OR'), name='label_has_one_annotator'),
+            model_name="label",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("annotator__isnull", False), ("external_annotator", "")),
+                    models.Q(("annotator__isnull", True), models.Q(("external_annotator", ""), _negated=True)),
+                    _connector="OR",
+                ),
+                name="label_has_one_annotator",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='label',
-            constraint=models.CheckConstraint(condition=models.Q(('value__in', ['supported', 'unsupported', 'cant_tell'])), name='label_value_valid'),
+            model_name="label",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("value__in", ["supported", "unsupported", "cant_tell"])), name="label_value_valid"
+            ),
         ),
     ]

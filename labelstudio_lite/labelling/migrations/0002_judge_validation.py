@@ -7,91 +7,182 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evalcore', '0002_freeze_triggers'),
-        ('labelling', '0001_initial'),
+        ("evalcore", "0002_freeze_triggers"),
+        ("labelling", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='campaign',
-            name='fit_kappa',
-            field=models.FloatField(default=0.7, help_text='Judge fit to gate needs kappa at least this.'),
+            model_name="campaign",
+            name="fit_kappa",
+            field=models.FloatField(default=0.7, help_text="Judge fit to gate needs kappa at least this."),
         ),
         migrations.AddField(
-            model_name='campaign',
-            name='fit_miss_rate',
-            field=models.FloatField(default=0.15, help_text='... and a failure-class miss rate at most this.'),
+            model_name="campaign",
+            name="fit_miss_rate",
+            field=models.FloatField(default=0.15, help_text="... and a failure-class miss rate at most this."),
         ),
         migrations.AddField(
-            model_name='campaign',
-            name='parent',
-            field=models.ForeignKey(blank=True, help_text='The campaign this one is a fresh held-out sample for.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='fresh_samples', to='labelling.campaign'),
+            model_name="campaign",
+            name="parent",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The campaign this one is a fresh held-out sample for.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="fresh_samples",
+                to="labelling.campaign",
+            ),
         ),
         migrations.CreateModel(
-            name='VerdictSet',
+            name="VerdictSet",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source_name', models.CharField(blank=True, max_length=255)),
-                ('source_hash', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='verdict_sets', to='labelling.campaign')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('judge_config', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='verdict_sets', to='evalcore.judgeconfig')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("source_name", models.CharField(blank=True, max_length=255)),
+                ("source_hash", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="verdict_sets",
+                        to="labelling.campaign",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "judge_config",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="verdict_sets",
+                        to="evalcore.judgeconfig",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['campaign', 'created_at'],
+                "ordering": ["campaign", "created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Verdict',
+            name="Verdict",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('supported', models.BooleanField()),
-                ('rationale', models.TextField(blank=True)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='verdicts', to='labelling.item')),
-                ('verdict_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='verdicts', to='labelling.verdictset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("supported", models.BooleanField()),
+                ("rationale", models.TextField(blank=True)),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="verdicts", to="labelling.item"
+                    ),
+                ),
+                (
+                    "verdict_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="verdicts", to="labelling.verdictset"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='RemeasurementView',
+            name="RemeasurementView",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('viewed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='remeasurement_views', to='labelling.campaign')),
-                ('viewed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('verdict_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='labelling.verdictset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("viewed_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="remeasurement_views",
+                        to="labelling.campaign",
+                    ),
+                ),
+                (
+                    "viewed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "verdict_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="labelling.verdictset"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ExportRecord',
+            name="ExportRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('disagreements', 'Disagreement examples'), ('labels', 'Labels')], max_length=20)),
-                ('version', models.PositiveIntegerField()),
-                ('fmt', models.CharField(max_length=10)),
-                ('options', models.JSONField(blank=True, default=dict)),
-                ('item_ids', models.JSONField(default=list)),
-                ('heldout_items', models.PositiveIntegerField(default=0)),
-                ('content', models.TextField(blank=True, help_text='The exported file, so it can be downloaded again.')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='exports', to='labelling.campaign')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('judge_config', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evalcore.judgeconfig')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("disagreements", "Disagreement examples"), ("labels", "Labels")], max_length=20
+                    ),
+                ),
+                ("version", models.PositiveIntegerField()),
+                ("fmt", models.CharField(max_length=10)),
+                ("options", models.JSONField(blank=True, default=dict)),
+                ("item_ids", models.JSONField(default=list)),
+                ("heldout_items", models.PositiveIntegerField(default=0)),
+                (
+                    "content",
+                    models.TextField(blank=True, help_text="The exported file, so it can be downloaded again."),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="exports", to="labelling.campaign"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "judge_config",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="evalcore.judgeconfig",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['campaign', '-version'],
-                'constraints': [models.UniqueConstraint(fields=('campaign', 'version'), name='export_version_unique')],
+                "ordering": ["campaign", "-version"],
+                "constraints": [models.UniqueConstraint(fields=("campaign", "version"), name="export_version_unique")],
             },
         ),
         migrations.AddConstraint(
-            model_name='verdictset',
-            constraint=models.UniqueConstraint(fields=('campaign', 'judge_config'), name='verdict_set_one_per_judge'),
+            model_name="verdictset",
+            constraint=models.UniqueConstraint(fields=("campaign", "judge_config"), name="verdict_set_one_per_judge"),
         ),
         migrations.AddConstraint(
-            model_name='verdict',
-            constraint=models.UniqueConstraint(fields=('verdict_set', 'item'), name='verdict_one_per_item'),
+            model_name="verdict",
+            constraint=models.UniqueConstraint(fields=("verdict_set", "item"), name="verdict_one_per_item"),
         ),
     ]

@@ -10,7 +10,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("labelling", "0002_judge_validation"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
@@ -22,11 +21,15 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="lease",
             name="annotator",
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="leases", to=settings.AUTH_USER_MODEL),
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="leases", to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AlterField(
             model_name="lease",
             name="item",
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="leases", to="labelling.item"),
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="leases", to="labelling.item"
+            ),
         ),
     ]

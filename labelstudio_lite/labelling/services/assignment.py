@@ -81,8 +81,10 @@ def _close(*, lease_id: int, item_id: int, status: str) -> bool:
 def release_expired(*, campaign: Campaign) -> int:
     """Return expired leases of the campaign to the pool; return how many were released."""
     expired = list(
-        Lease.objects.active().filter(item__campaign=campaign, expires_at__lt=timezone.now())
-        .order_by("pk").values_list("pk", "item_id")[:500]  # one lock order: no deadlock between releasers
+        Lease.objects.active()
+        .filter(item__campaign=campaign, expires_at__lt=timezone.now())
+        .order_by("pk")
+        .values_list("pk", "item_id")[:500]  # one lock order: no deadlock between releasers
     )
     return sum(_close(lease_id=pk, item_id=item_id, status=Lease.Status.EXPIRED) for pk, item_id in expired)
 
@@ -90,7 +92,9 @@ def release_expired(*, campaign: Campaign) -> int:
 def release_leases_of(*, campaign: Campaign, user: Any) -> None:
     """End every active lease the user holds in the campaign (their items go back to the pool)."""
     with transaction.atomic():
-        for pk, item_id in Lease.objects.active().filter(item__campaign=campaign, annotator=user).values_list("pk", "item_id"):
+        for pk, item_id in (
+            Lease.objects.active().filter(item__campaign=campaign, annotator=user).values_list("pk", "item_id")
+        ):
             _close(lease_id=pk, item_id=item_id, status=Lease.Status.EXPIRED)
 
 
@@ -115,7 +119,8 @@ def next_item(*, campaign: Campaign, user: Any) -> Served | None:
         release_expired(campaign=campaign)
         # the item comes with its row and question: the caller shows them, so no second query
         held = (
-            Lease.objects.active().select_related("item__row__question")
+            Lease.objects.active()
+            .select_related("item__row__question")
             .filter(item__campaign=campaign, annotator=user)
             .order_by("served_at")
             .first()
@@ -133,12 +138,17 @@ def next_item(*, campaign: Campaign, user: Any) -> Served | None:
                 if item is None and connection.features.has_select_for_update_skip_locked:
                     # Every open item may be locked for a moment by another annotator's claim or
                     # submit: wait for the lock instead of telling this annotator they are done.
-                    item = _candidates(campaign, user, avoid_skipped=avoid_skipped).select_for_update(of=("self",)).first()
+                    item = (
+                        _candidates(campaign, user, avoid_skipped=avoid_skipped).select_for_update(of=("self",)).first()
+                    )
                 if item is None:
                     break
                 if Item.objects.filter(pk=item.pk).take_slot():
                     lease = Lease.objects.create(
-                        item=item, annotator=user, served_at=now, expires_at=now + timedelta(seconds=campaign.lease_seconds)
+                        item=item,
+                        annotator=user,
+                        served_at=now,
+                        expires_at=now + timedelta(seconds=campaign.lease_seconds),
                     )
                     item.slots_taken += 1
                     return Served(item, lease)
@@ -181,8 +191,14 @@ def submit_label(
             try:
                 with transaction.atomic():
                     label = Label.objects.create(
-                        item_id=item_id, annotator=user, value=value, rationale=rationale,
-                        seconds=min(seconds, float(campaign.lease_seconds)), source=source, created_at=now, updated_at=now,
+                        item_id=item_id,
+                        annotator=user,
+                        value=value,
+                        rationale=rationale,
+                        seconds=min(seconds, float(campaign.lease_seconds)),
+                        source=source,
+                        created_at=now,
+                        updated_at=now,
                     )
             except IntegrityError:
                 return Label.objects.get(item_id=item_id, annotator=user)

@@ -56,7 +56,11 @@ def answer_verdict(claims: list[dict[str, Any]], scores: dict[str, Any]) -> bool
 def population(run: Run, unit: str) -> list[Candidate]:
     """Every labellable item of a run: answers with a judge verdict, or claims with one."""
     out: list[Candidate] = []
-    rows = Row.objects.filter(run=run, declined=False).values_list("pk", "question__qtype", "claims", "scores").order_by("pk")
+    rows = (
+        Row.objects.filter(run=run, declined=False)
+        .values_list("pk", "question__qtype", "claims", "scores")
+        .order_by("pk")
+    )
     for pk, qtype, claims, scores in rows.iterator(chunk_size=5000):
         if unit == Campaign.Unit.ANSWER:
             verdict = answer_verdict(claims or [], scores or {})
@@ -112,10 +116,17 @@ def _stratified_sample(
         weight = len(members) / n if n else 0.0
         for i, candidate in enumerate(picked):
             chosen.append((candidate, Item.Split.HELDOUT if i < heldout else Item.Split.TUNING, weight))
-        strata.append({
-            "stratum": stratum_label(key), "slice": key[0], "judge_supported": key[1],
-            "available": len(members), "sampled": n, "heldout": heldout, "tuning": n - heldout,
-        })
+        strata.append(
+            {
+                "stratum": stratum_label(key),
+                "slice": key[0],
+                "judge_supported": key[1],
+                "available": len(members),
+                "sampled": n,
+                "heldout": heldout,
+                "tuning": n - heldout,
+            }
+        )
     return chosen, strata
 
 
@@ -126,9 +137,15 @@ def _create_items(campaign: Campaign, chosen: list[tuple[Candidate, str, float]]
     Item.objects.bulk_create(
         [
             Item(
-                campaign=campaign, row_id=candidate.row_id, claim_index=candidate.claim_index, split=split,
-                stratum=stratum_label(candidate.stratum), judge_supported=candidate.judge_supported,
-                sampling_weight=weight, position=order[i], overlap=campaign.overlap,
+                campaign=campaign,
+                row_id=candidate.row_id,
+                claim_index=candidate.claim_index,
+                split=split,
+                stratum=stratum_label(candidate.stratum),
+                judge_supported=candidate.judge_supported,
+                sampling_weight=weight,
+                position=order[i],
+                overlap=campaign.overlap,
             )
             for i, (candidate, split, weight) in enumerate(chosen)
         ],
@@ -155,7 +172,11 @@ def plan_campaign(*, run: Run, unit: str, size: int, seed: int = 7, heldout_frac
         raise CampaignError(f"the held-out fraction must be between 0 and 1, got {heldout_fraction}")
     candidates = population(run, unit)
     if not candidates:
-        what = "answers with judge verdicts (claims or a faithfulness score)" if unit == "answer" else "claims with judge verdicts"
+        what = (
+            "answers with judge verdicts (claims or a faithfulness score)"
+            if unit == "answer"
+            else "claims with judge verdicts"
+        )
         raise CampaignError(f"run {run.name!r} has no {what} to label")
     chosen, strata = _stratified_sample(candidates, size=size, seed=seed, heldout_fraction=heldout_fraction)
     warnings = []
@@ -167,7 +188,9 @@ def plan_campaign(*, run: Run, unit: str, size: int, seed: int = 7, heldout_frac
         )
     failures = sum(1 for c, _, _ in chosen if not c.judge_supported)
     if failures < 30:
-        warnings.append(f"only {failures} sampled items are ones the judge marked unsupported: the miss rate will rest on few items")
+        warnings.append(
+            f"only {failures} sampled items are ones the judge marked unsupported: the miss rate will rest on few items"
+        )
     return Plan(unit=unit, size=size, strata=strata, chosen=chosen, warnings=warnings)
 
 
@@ -197,9 +220,18 @@ def campaign_create(
     plan = plan_campaign(run=run, unit=unit, size=size, seed=seed, heldout_fraction=heldout_fraction)
     with transaction.atomic():
         campaign = Campaign.objects.create(
-            name=name, run=run, unit=unit, judge_question=judge_question or Campaign.DEFAULT_QUESTIONS[unit],
-            guidance=guidance, size=size, seed=seed, heldout_fraction=heldout_fraction, overlap=overlap,
-            lease_seconds=lease_seconds or settings.LABEL_LEASE_SECONDS, strata=plan.strata, created_by=user,
+            name=name,
+            run=run,
+            unit=unit,
+            judge_question=judge_question or Campaign.DEFAULT_QUESTIONS[unit],
+            guidance=guidance,
+            size=size,
+            seed=seed,
+            heldout_fraction=heldout_fraction,
+            overlap=overlap,
+            lease_seconds=lease_seconds or settings.LABEL_LEASE_SECONDS,
+            strata=plan.strata,
+            created_by=user,
         )
         _create_items(campaign, plan.chosen, order_seed=seed + 1)
         campaign_set_annotators(campaign=campaign, users=annotators)
@@ -249,16 +281,34 @@ def campaign_fresh_heldout(*, campaign: Campaign, name: str, size: int, user: An
     Used once the held-out split is spent (a re-measurement was looked at and the judge tuned again).
     """
     _check_new_name(name)
-    used = set(Item.objects.filter(campaign__run=campaign.run, campaign__unit=campaign.unit).values_list("row_id", "claim_index"))
+    used = set(
+        Item.objects.filter(campaign__run=campaign.run, campaign__unit=campaign.unit).values_list(
+            "row_id", "claim_index"
+        )
+    )
     fresh = [c for c in population(campaign.run, campaign.unit) if (c.row_id, c.claim_index) not in used]
     if not fresh:
-        raise CampaignError(f"every item of run {campaign.run.name!r} was already sampled: there is nothing fresh to hold out")
+        raise CampaignError(
+            f"every item of run {campaign.run.name!r} was already sampled: there is nothing fresh to hold out"
+        )
     chosen, strata = _stratified_sample(fresh, size=size, seed=campaign.seed + 1000, heldout_fraction=1.0)
     with transaction.atomic():
         new = Campaign.objects.create(
-            name=name, run=campaign.run, unit=campaign.unit, judge_question=campaign.judge_question, guidance=campaign.guidance,
-            size=size, seed=campaign.seed + 1000, heldout_fraction=1.0, overlap=campaign.overlap, lease_seconds=campaign.lease_seconds,
-            strata=strata, fit_kappa=campaign.fit_kappa, fit_miss_rate=campaign.fit_miss_rate, parent=campaign, created_by=user,
+            name=name,
+            run=campaign.run,
+            unit=campaign.unit,
+            judge_question=campaign.judge_question,
+            guidance=campaign.guidance,
+            size=size,
+            seed=campaign.seed + 1000,
+            heldout_fraction=1.0,
+            overlap=campaign.overlap,
+            lease_seconds=campaign.lease_seconds,
+            strata=strata,
+            fit_kappa=campaign.fit_kappa,
+            fit_miss_rate=campaign.fit_miss_rate,
+            parent=campaign,
+            created_by=user,
         )
         _create_items(new, chosen, order_seed=campaign.seed + 1001)
         campaign_set_annotators(campaign=new, users=campaign.annotators.all())

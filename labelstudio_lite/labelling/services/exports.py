@@ -34,12 +34,38 @@ from ..results import Result
 from ..selectors import final_labels, judge_verdicts
 
 LABEL_FORMATS = ("csv", "jsonl")
-LABEL_FIELDS = ["question_id", "claim_index", "split", "stratum", "label", "annotator", "external", "rationale", "seconds",
-                "final_label", "final_status", "created_at"]
+LABEL_FIELDS = [
+    "question_id",
+    "claim_index",
+    "split",
+    "stratum",
+    "label",
+    "annotator",
+    "external",
+    "rationale",
+    "seconds",
+    "final_label",
+    "final_status",
+    "created_at",
+]
 DISAGREEMENT_FORMATS = ("jsonl", "chat", "csv")
-DISAGREEMENT_FIELDS = ["error", "question_id", "claim_index", "question", "context", "answer", "claim", "human_label",
-                       "human_rationales", "judge_verdict", "judge_rationale", "item_id"]
-DEFAULT_SYSTEM_PROMPT = "You check whether a claim is supported by the retrieved context. Answer SUPPORTED or UNSUPPORTED, then why."
+DISAGREEMENT_FIELDS = [
+    "error",
+    "question_id",
+    "claim_index",
+    "question",
+    "context",
+    "answer",
+    "claim",
+    "human_label",
+    "human_rationales",
+    "judge_verdict",
+    "judge_rationale",
+    "item_id",
+]
+DEFAULT_SYSTEM_PROMPT = (
+    "You check whether a claim is supported by the retrieved context. Answer SUPPORTED or UNSUPPORTED, then why."
+)
 
 
 class ExportError(UserFacingError):
@@ -47,7 +73,15 @@ class ExportError(UserFacingError):
 
 
 def record_export(
-    *, campaign: Campaign, kind: str, fmt: str, options: dict, judge_config: Any, item_ids: list[int], content: str, user: Any
+    *,
+    campaign: Campaign,
+    kind: str,
+    fmt: str,
+    options: dict,
+    judge_config: Any,
+    item_ids: list[int],
+    content: str,
+    user: Any,
 ) -> ExportRecord:
     """Record an export with the next version number of the campaign (safe under concurrency)."""
     heldout = Item.objects.filter(pk__in=item_ids, split=Item.Split.HELDOUT).count() if item_ids else 0
@@ -56,8 +90,16 @@ def record_export(
             with transaction.atomic():
                 version = (ExportRecord.objects.filter(campaign=campaign).aggregate(v=Max("version"))["v"] or 0) + 1
                 return ExportRecord.objects.create(
-                    campaign=campaign, kind=kind, version=version, fmt=fmt, options=options, judge_config=judge_config,
-                    item_ids=item_ids, heldout_items=heldout, content=content, created_by=user if getattr(user, "pk", None) else None,
+                    campaign=campaign,
+                    kind=kind,
+                    version=version,
+                    fmt=fmt,
+                    options=options,
+                    judge_config=judge_config,
+                    item_ids=item_ids,
+                    heldout_items=heldout,
+                    content=content,
+                    created_by=user if getattr(user, "pk", None) else None,
                 )
         except IntegrityError:
             continue
@@ -121,8 +163,16 @@ def labels_export(*, campaign: Campaign, fmt: str, user: Any = None) -> ExportRe
     if fmt not in LABEL_FORMATS:
         raise ExportError(f"labels are exported as {', '.join(LABEL_FORMATS)}, got {fmt!r}")
     item_ids = sorted(set(Label.objects.filter(item__campaign=campaign).values_list("item_id", flat=True)))
-    return record_export(campaign=campaign, kind=ExportRecord.Kind.LABELS, fmt=fmt, options={}, judge_config=None,
-                         item_ids=item_ids, content="".join(label_lines(campaign, fmt)), user=user)
+    return record_export(
+        campaign=campaign,
+        kind=ExportRecord.Kind.LABELS,
+        fmt=fmt,
+        options={},
+        judge_config=None,
+        item_ids=item_ids,
+        content="".join(label_lines(campaign, fmt)),
+        user=user,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -163,7 +213,12 @@ def _choose(groups: dict[str, list[int]], *, limit: int | None, balanced: bool, 
 
 
 def disagreement_examples(
-    campaign: Campaign, *, verdict_set: VerdictSet | None = None, limit: int | None = None, balanced: bool = False, seed: int = 7
+    campaign: Campaign,
+    *,
+    verdict_set: VerdictSet | None = None,
+    limit: int | None = None,
+    balanced: bool = False,
+    seed: int = 7,
 ) -> list[dict[str, Any]]:
     """Tuning items where the judge and the final human label disagree, as example dicts."""
     if limit is not None and limit < 1:
@@ -172,7 +227,9 @@ def disagreement_examples(
     finals = final_labels(campaign)
     items = {
         item.pk: item
-        for item in Item.objects.filter(campaign=campaign, split=Item.Split.TUNING).select_related("row__question").order_by("position")
+        for item in Item.objects.filter(campaign=campaign, split=Item.Split.TUNING)
+        .select_related("row__question")
+        .order_by("position")
     }
     groups: dict[str, list[int]] = {"false_pass": [], "false_fail": []}
     for pk in items:
@@ -186,7 +243,11 @@ def disagreement_examples(
             groups["false_fail"].append(pk)
     chosen = _choose(groups, limit=limit, balanced=balanced, seed=seed)
     rationales: dict[int, list[str]] = {}
-    for item_id, text in Label.objects.filter(item_id__in=[pk for ids in chosen.values() for pk in ids]).exclude(rationale="").values_list("item_id", "rationale"):
+    for item_id, text in (
+        Label.objects.filter(item_id__in=[pk for ids in chosen.values() for pk in ids])
+        .exclude(rationale="")
+        .values_list("item_id", "rationale")
+    ):
         rationales.setdefault(item_id, []).append(text)
     examples = []
     for error in ("false_pass", "false_fail"):
@@ -196,20 +257,22 @@ def disagreement_examples(
             claim = None
             if item.claim_index is not None and item.claim_index < len(row.claims or []):
                 claim = row.claims[item.claim_index]["text"]
-            examples.append({
-                "item_id": pk,
-                "error": error,
-                "question_id": row.question.qid,
-                "claim_index": item.claim_index,
-                "question": row.question.text,
-                "context": [c["text"] for c in row.context_chunks],
-                "answer": row.answer,
-                "claim": claim,
-                "human_label": finals[pk].value,
-                "human_rationales": rationales.get(pk, []),
-                "judge_verdict": "supported" if verdicts[pk] else "unsupported",
-                "judge_rationale": _judge_rationale(item, verdict_set),
-            })
+            examples.append(
+                {
+                    "item_id": pk,
+                    "error": error,
+                    "question_id": row.question.qid,
+                    "claim_index": item.claim_index,
+                    "question": row.question.text,
+                    "context": [c["text"] for c in row.context_chunks],
+                    "answer": row.answer,
+                    "claim": claim,
+                    "human_label": finals[pk].value,
+                    "human_rationales": rationales.get(pk, []),
+                    "judge_verdict": "supported" if verdicts[pk] else "unsupported",
+                    "judge_rationale": _judge_rationale(item, verdict_set),
+                }
+            )
     return examples
 
 
@@ -218,7 +281,9 @@ def _chat(example: dict[str, Any], campaign: Campaign, system_prompt: str) -> di
     target = f"Claim: {example['claim']}" if example["claim"] else f"Answer: {example['answer']}"
     user = f"Question: {example['question']}\n\nContext:\n{context}\n\n{target}\n\n{campaign.judge_question}"
     reason = " ".join(example["human_rationales"]) or (
-        "People found this unsupported by the context." if example["human_label"] == "unsupported" else "People found this supported by the context."
+        "People found this unsupported by the context."
+        if example["human_label"] == "unsupported"
+        else "People found this supported by the context."
     )
     assistant = f"{example['human_label'].upper()}. {reason}"
     return {
@@ -227,8 +292,13 @@ def _chat(example: dict[str, Any], campaign: Campaign, system_prompt: str) -> di
             {"role": "user", "content": user},
             {"role": "assistant", "content": assistant},
         ],
-        "metadata": {"item_id": example["item_id"], "question_id": example["question_id"], "claim_index": example["claim_index"],
-                     "error": example["error"], "judge_verdict": example["judge_verdict"]},
+        "metadata": {
+            "item_id": example["item_id"],
+            "question_id": example["question_id"],
+            "claim_index": example["claim_index"],
+            "error": example["error"],
+            "judge_verdict": example["judge_verdict"],
+        },
     }
 
 
@@ -241,10 +311,13 @@ def render_examples(examples: list[dict[str, Any]], fmt: str, campaign: Campaign
     writer = csv.DictWriter(buffer, fieldnames=DISAGREEMENT_FIELDS)
     writer.writeheader()
     for e in examples:
-        writer.writerow({
-            **{k: e[k] for k in DISAGREEMENT_FIELDS if k not in ("context", "human_rationales")},
-            "context": "\n\n".join(e["context"]), "human_rationales": " | ".join(e["human_rationales"]),
-        })
+        writer.writerow(
+            {
+                **{k: e[k] for k in DISAGREEMENT_FIELDS if k not in ("context", "human_rationales")},
+                "context": "\n\n".join(e["context"]),
+                "human_rationales": " | ".join(e["human_rationales"]),
+            }
+        )
     return buffer.getvalue()
 
 
@@ -265,11 +338,24 @@ def disagreements_export(
     judge = verdict_set.judge_config if verdict_set else campaign.run.judge_config
     system_prompt = judge.prompt if judge and judge.prompt else DEFAULT_SYSTEM_PROMPT
     content = render_examples(examples, fmt, campaign, system_prompt)
-    options = {"limit": limit, "balanced": balanced, "seed": seed, "verdict_set": verdict_set.pk if verdict_set else None,
-               "false_pass": sum(1 for e in examples if e["error"] == "false_pass"),
-               "false_fail": sum(1 for e in examples if e["error"] == "false_fail")}
-    return record_export(campaign=campaign, kind=ExportRecord.Kind.DISAGREEMENTS, fmt=fmt, options=options, judge_config=judge,
-                         item_ids=[e["item_id"] for e in examples], content=content, user=user)
+    options = {
+        "limit": limit,
+        "balanced": balanced,
+        "seed": seed,
+        "verdict_set": verdict_set.pk if verdict_set else None,
+        "false_pass": sum(1 for e in examples if e["error"] == "false_pass"),
+        "false_fail": sum(1 for e in examples if e["error"] == "false_fail"),
+    }
+    return record_export(
+        campaign=campaign,
+        kind=ExportRecord.Kind.DISAGREEMENTS,
+        fmt=fmt,
+        options=options,
+        judge_config=judge,
+        item_ids=[e["item_id"] for e in examples],
+        content=content,
+        user=user,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -298,7 +384,11 @@ def leakage(campaign: Campaign) -> Leakage:
     heldout = set(Item.objects.filter(campaign=campaign, split=Item.Split.HELDOUT).values_list("pk", flat=True))
     leaks = []
     leaked_items: set[int] = set()
-    records = ExportRecord.objects.filter(campaign=campaign).order_by("version").values_list("version", "kind", "item_ids", "created_at")
+    records = (
+        ExportRecord.objects.filter(campaign=campaign)
+        .order_by("version")
+        .values_list("version", "kind", "item_ids", "created_at")
+    )
     for version, kind, item_ids, created_at in records:  # not the stored content
         leaked = heldout.intersection(item_ids)
         if leaked:
@@ -320,12 +410,19 @@ def heldout_spent(campaign: Campaign) -> HeldoutSpent | None:
     view = RemeasurementView.objects.filter(campaign=campaign).order_by("viewed_at").first()
     if view is None:
         return None
-    later = (ExportRecord.objects.filter(campaign=campaign, kind=ExportRecord.Kind.DISAGREEMENTS, created_at__gt=view.viewed_at)
-             .order_by("created_at").first())
+    later = (
+        ExportRecord.objects.filter(
+            campaign=campaign, kind=ExportRecord.Kind.DISAGREEMENTS, created_at__gt=view.viewed_at
+        )
+        .order_by("created_at")
+        .first()
+    )
     if later is None:
         return None
     return HeldoutSpent(
-        viewed_at=view.viewed_at.isoformat(), export_version=later.version, exported_at=later.created_at.isoformat(),
+        viewed_at=view.viewed_at.isoformat(),
+        export_version=later.version,
+        exported_at=later.created_at.isoformat(),
         message=(
             f"The held-out split is spent: a re-measurement on it was looked at on {view.viewed_at:%Y-%m-%d %H:%M}, and the judge "
             f"was tuned again after that (export v{later.version}). Its labels no longer give a fresh measurement: sample a fresh held-out set."

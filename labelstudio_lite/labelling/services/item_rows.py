@@ -65,7 +65,9 @@ def campaign_items(campaign: Campaign, *, ignore_answer_claim_index: bool = Fals
     ``ignore_answer_claim_index``: in an answer campaign, read past a claim index instead of refusing
     it (verdict files come from judge pipelines that write one on every line).
     """
-    rows = Item.objects.filter(campaign=campaign).values_list("pk", "row__question__qid", "claim_index", "overlap", "split")
+    rows = Item.objects.filter(campaign=campaign).values_list(
+        "pk", "row__question__qid", "claim_index", "overlap", "split"
+    )
     return CampaignItems(
         campaign_name=campaign.name,
         claims=campaign.unit == Campaign.Unit.CLAIM,

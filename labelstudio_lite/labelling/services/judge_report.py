@@ -98,11 +98,19 @@ class JudgeReport(Result):
 
 def verdict_line(stats: CoreStats, *, fit_kappa: float, fit_miss_rate: float, unit_word: str) -> VerdictLine:
     if stats.n == 0 or not stats.failures:
-        why = "no labelled items yet" if stats.n == 0 else f"people found no {unit_word} unsupported, so the miss rate is unknown"
+        why = (
+            "no labelled items yet"
+            if stats.n == 0
+            else f"people found no {unit_word} unsupported, so the miss rate is unknown"
+        )
         return VerdictLine(None, f"VERDICT: not enough labels to judge: {why}")
     kappa, miss = stats.kappa, stats.miss_rate
     fit = kappa is not None and kappa >= fit_kappa and miss <= fit_miss_rate
-    sample = f"{stats.missed} of {stats.failures} in the sample, weighted to the run" if stats.weighted else f"{stats.missed} of {stats.failures}"
+    sample = (
+        f"{stats.missed} of {stats.failures} in the sample, weighted to the run"
+        if stats.weighted
+        else f"{stats.missed} of {stats.failures}"
+    )
     reasons = (
         f"misses {pct(miss)} of unsupported {unit_word} ({sample}; 95 % CI "
         f"{pct(stats.miss_low)[:-2]}–{pct(stats.miss_high)}); kappa "
@@ -112,12 +120,16 @@ def verdict_line(stats: CoreStats, *, fit_kappa: float, fit_miss_rate: float, un
     return VerdictLine(fit, f"VERDICT: {head}: {reasons}")
 
 
-def _warnings(stats: CoreStats, statuses: dict[str, int], leaked: Leakage, spent: HeldoutSpent | None, *, unit_word: str) -> list[str]:
+def _warnings(
+    stats: CoreStats, statuses: dict[str, int], leaked: Leakage, spent: HeldoutSpent | None, *, unit_word: str
+) -> list[str]:
     """What makes the numbers weaker than they look, in the order the report shows it."""
     warnings = []
     total_items = sum(statuses.values())
     if stats.n < MIN_ITEMS:
-        warnings.append(f"Only {stats.n} labelled {unit_word}: the spec asks for at least {MIN_ITEMS} per judge metric, so the intervals are wide.")
+        warnings.append(
+            f"Only {stats.n} labelled {unit_word}: the spec asks for at least {MIN_ITEMS} per judge metric, so the intervals are wide."
+        )
     if stats.n and stats.failures < MIN_FAILURES:
         warnings.append(
             f"Only {stats.failures} {unit_word} that people found unsupported: the miss rate rests on few items "
@@ -129,10 +141,14 @@ def _warnings(stats: CoreStats, statuses: dict[str, int], leaked: Leakage, spent
         warnings.append(f"{conflicts} {unit_word} have conflicting labels{many} and are left out until adjudicated.")
     pending = statuses.get(FinalStatus.IN_PROGRESS, 0) + statuses.get(FinalStatus.UNLABELLED, 0)
     if pending:
-        warnings.append(f"Labels still in progress: {pending} of {total_items} {unit_word} have no final label yet and are left out.")
+        warnings.append(
+            f"Labels still in progress: {pending} of {total_items} {unit_word} have no final label yet and are left out."
+        )
     if leaked.leaked_items:
         versions = ", ".join(f"v{e.version}" for e in leaked.leaked_exports)
-        warnings.append(f"Leakage: {leaked.leaked_items} held-out {unit_word} were exported ({versions}); a re-measurement on the held-out split is no longer clean.")
+        warnings.append(
+            f"Leakage: {leaked.leaked_items} held-out {unit_word} were exported ({versions}); a re-measurement on the held-out split is no longer clean."
+        )
     if spent:
         warnings.append(spent.message)
     return warnings
@@ -154,7 +170,9 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
     stats = core_stats(pairs, unit_word=word, seed=campaign.seed, strata=strata)
     judge = verdict_set.judge_config if verdict_set else campaign.run.judge_config
     slices = tuple(
-        SliceStats(name, core_stats([p for p in pairs if p.slice == name], unit_word=word, seed=campaign.seed, strata=strata))
+        SliceStats(
+            name, core_stats([p for p in pairs if p.slice == name], unit_word=word, seed=campaign.seed, strata=strata)
+        )
         for name in sorted({p.slice for p in pairs})
     )
     leaked, spent = leakage(campaign), heldout_spent(campaign)
@@ -167,8 +185,10 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
         question=campaign.judge_question,
         metric="faithfulness",
         judge=JudgeInfo(
-            model=judge.model if judge else None, model_version=judge.model_version if judge else None,
-            prompt_hash=judge.prompt_hash if judge else None, config_hash=judge.config_hash if judge else None,
+            model=judge.model if judge else None,
+            model_version=judge.model_version if judge else None,
+            prompt_hash=judge.prompt_hash if judge else None,
+            config_hash=judge.config_hash if judge else None,
             source="imported verdicts" if verdict_set else "the run's judge",
         ),
         thresholds=Thresholds(kappa=campaign.fit_kappa, miss_rate=campaign.fit_miss_rate),
@@ -181,6 +201,9 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
         leakage=leaked,
         heldout_spent=spent,
         corrected=corrected_pass_rate(campaign, pairs) if verdict_set is None else None,
-        answers=(core_stats(rollup_to_answers(pairs), unit_word="answers", seed=campaign.seed)
-                 if campaign.unit == Campaign.Unit.CLAIM else None),
+        answers=(
+            core_stats(rollup_to_answers(pairs), unit_word="answers", seed=campaign.seed)
+            if campaign.unit == Campaign.Unit.CLAIM
+            else None
+        ),
     )

@@ -54,11 +54,15 @@ class Pair:
     judge: int
 
 
-def labelled_pairs(campaign: Campaign, verdicts: dict[int, bool], *, split: str | None = None) -> tuple[list[Pair], dict[str, int]]:
+def labelled_pairs(
+    campaign: Campaign, verdicts: dict[int, bool], *, split: str | None = None
+) -> tuple[list[Pair], dict[str, int]]:
     """Items with a final human label and a judge verdict, and how many items each final-label status holds."""
     finals = final_labels(campaign)
     statuses: dict[str, int] = defaultdict(int)
-    items = Item.objects.filter(campaign=campaign).values_list("pk", "row_id", "claim_index", "split", "row__question__qtype", "stratum")
+    items = Item.objects.filter(campaign=campaign).values_list(
+        "pk", "row_id", "claim_index", "split", "row__question__qtype", "stratum"
+    )
     if split:
         items = items.filter(split=split)
     pairs = []
@@ -67,8 +71,18 @@ def labelled_pairs(campaign: Campaign, verdicts: dict[int, bool], *, split: str 
         statuses[final.status] += 1
         if final.value is None or pk not in verdicts:
             continue
-        pairs.append(Pair(pk, row_id, claim_index, item_split, qtype or "(no type)", stratum,
-                          SUPPORTED if final.value == "supported" else UNSUPPORTED, SUPPORTED if verdicts[pk] else UNSUPPORTED))
+        pairs.append(
+            Pair(
+                pk,
+                row_id,
+                claim_index,
+                item_split,
+                qtype or "(no type)",
+                stratum,
+                SUPPORTED if final.value == "supported" else UNSUPPORTED,
+                SUPPORTED if verdicts[pk] else UNSUPPORTED,
+            )
+        )
     return pairs, dict(statuses)
 
 
@@ -80,11 +94,18 @@ def rollup_to_answers(pairs: Sequence[Pair]) -> list[Pair]:
     out = []
     for row_id, claims in by_row.items():
         first = claims[0]
-        out.append(Pair(
-            first.item_id, row_id, None, first.split, first.slice, first.stratum,
-            SUPPORTED if all(c.human == SUPPORTED for c in claims) else UNSUPPORTED,
-            SUPPORTED if all(c.judge == SUPPORTED for c in claims) else UNSUPPORTED,
-        ))
+        out.append(
+            Pair(
+                first.item_id,
+                row_id,
+                None,
+                first.split,
+                first.slice,
+                first.stratum,
+                SUPPORTED if all(c.human == SUPPORTED for c in claims) else UNSUPPORTED,
+                SUPPORTED if all(c.judge == SUPPORTED for c in claims) else UNSUPPORTED,
+            )
+        )
     return out
 
 
@@ -127,7 +148,9 @@ class CoreStats(Result):
     false_fail_rate: float | None = None
     false_fail_low: float | None = None
     false_fail_high: float | None = None
-    weighted: bool = False  # rates weighted back to the run (the sample over-sampled some strata); counts are the sample's
+    weighted: bool = (
+        False  # rates weighted back to the run (the sample over-sampled some strata); counts are the sample's
+    )
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready; ``{"n": 0}`` alone when there are no items."""
@@ -160,7 +183,9 @@ def _stratum_weights(pairs: Sequence[Pair], strata: dict[str, tuple[int, bool]] 
     return weights if high > low * SELF_WEIGHTING else None
 
 
-def core_stats(pairs: Sequence[Pair], *, unit_word: str, seed: int = 7, strata: dict[str, tuple[int, bool]] | None = None) -> CoreStats:
+def core_stats(
+    pairs: Sequence[Pair], *, unit_word: str, seed: int = 7, strata: dict[str, tuple[int, bool]] | None = None
+) -> CoreStats:
     """Agreement, kappa (bootstrap interval), confusion, prevalences and the miss rate of the judge on these pairs.
 
     With ``strata`` (:func:`stratum_population`), a sample that took some strata at a higher rate
@@ -173,11 +198,16 @@ def core_stats(pairs: Sequence[Pair], *, unit_word: str, seed: int = 7, strata: 
         return CoreStats(n=0)
     weights = _stratum_weights(pairs, strata)
     if weights is not None:
-        return _weighted(core_stats(pairs, unit_word=unit_word, seed=seed), pairs, weights, unit_word=unit_word, seed=seed)
-    report = binary_agreement([p.human for p in pairs], [p.judge for p in pairs], failure_class=UNSUPPORTED,
-                              labels=(SUPPORTED, UNSUPPORTED))
-    table = [[report.counts[(SUPPORTED, SUPPORTED)], report.counts[(SUPPORTED, UNSUPPORTED)]],
-             [report.counts[(UNSUPPORTED, SUPPORTED)], report.counts[(UNSUPPORTED, UNSUPPORTED)]]]
+        return _weighted(
+            core_stats(pairs, unit_word=unit_word, seed=seed), pairs, weights, unit_word=unit_word, seed=seed
+        )
+    report = binary_agreement(
+        [p.human for p in pairs], [p.judge for p in pairs], failure_class=UNSUPPORTED, labels=(SUPPORTED, UNSUPPORTED)
+    )
+    table = [
+        [report.counts[(SUPPORTED, SUPPORTED)], report.counts[(SUPPORTED, UNSUPPORTED)]],
+        [report.counts[(UNSUPPORTED, SUPPORTED)], report.counts[(UNSUPPORTED, UNSUPPORTED)]],
+    ]
     kappa = kappa_bootstrap(table, iterations=ITERATIONS, seed=seed)
     miss = report.miss_rate_interval
     people_passed = int(sum(table[0]))
@@ -200,7 +230,8 @@ def core_stats(pairs: Sequence[Pair], *, unit_word: str, seed: int = 7, strata: 
         miss_high=miss.high if miss else None,
         miss_sentence=(
             f"the judge passed {report.missed} of the {report.failures} {unit_word} people found unsupported"
-            if report.failures else f"people found no {unit_word} unsupported"
+            if report.failures
+            else f"people found no {unit_word} unsupported"
         ),
         prevalence_sentence=(
             f"the judge flags {pct(report.predicted_rate[UNSUPPORTED])} as unsupported against a true "
@@ -213,7 +244,9 @@ def core_stats(pairs: Sequence[Pair], *, unit_word: str, seed: int = 7, strata: 
     )
 
 
-def _weighted(sample: CoreStats, pairs: Sequence[Pair], weights: dict[str, float], *, unit_word: str, seed: int) -> CoreStats:
+def _weighted(
+    sample: CoreStats, pairs: Sequence[Pair], weights: dict[str, float], *, unit_word: str, seed: int
+) -> CoreStats:
     """The sample's statistics with every rate replaced by its estimate for the run."""
     names = sorted(weights)
     tables = [[[0, 0], [0, 0]] for _ in names]
@@ -224,13 +257,23 @@ def _weighted(sample: CoreStats, pairs: Sequence[Pair], weights: dict[str, float
     miss, false_fail = run.miss_rate, run.false_fail_rate
     return replace(
         sample,
-        agreement=run.agreement, kappa=finite(run.kappa.estimate), kappa_low=finite(run.kappa.low), kappa_high=finite(run.kappa.high),
-        people_unsupported_rate=run.people_fail_rate, judge_unsupported_rate=run.judge_fail_rate,
-        miss_rate=finite(miss.estimate), miss_low=finite(miss.low), miss_high=finite(miss.high),
-        false_fail_rate=finite(false_fail.estimate), false_fail_low=finite(false_fail.low), false_fail_high=finite(false_fail.high),
+        agreement=run.agreement,
+        kappa=finite(run.kappa.estimate),
+        kappa_low=finite(run.kappa.low),
+        kappa_high=finite(run.kappa.high),
+        people_unsupported_rate=run.people_fail_rate,
+        judge_unsupported_rate=run.judge_fail_rate,
+        miss_rate=finite(miss.estimate),
+        miss_low=finite(miss.low),
+        miss_high=finite(miss.high),
+        false_fail_rate=finite(false_fail.estimate),
+        false_fail_low=finite(false_fail.low),
+        false_fail_high=finite(false_fail.high),
         miss_sentence=(
             f"{sample.miss_sentence} in the sample, which over-samples the judge's rarer verdict; weighted to the run's "
-            f"mix, it passes {pct(miss.estimate)} of them" if sample.failures else sample.miss_sentence
+            f"mix, it passes {pct(miss.estimate)} of them"
+            if sample.failures
+            else sample.miss_sentence
         ),
         prevalence_sentence=(
             f"the judge flags {pct(run.judge_fail_rate)} of the run as unsupported against a true {pct(run.people_fail_rate)}"
@@ -267,8 +310,12 @@ def rogan_gladen_strata(pairs: Sequence[Pair], population: dict[str, tuple[int, 
         if p.stratum in labelled:
             groups[(p.stratum, p.judge)].append(p)
     return [
-        Stratum(judge_pass=judge == SUPPORTED, labelled=len(members), human_pass=sum(p.human for p in members),
-                weight=population[name][0] / labelled[name])
+        Stratum(
+            judge_pass=judge == SUPPORTED,
+            labelled=len(members),
+            human_pass=sum(p.human for p in members),
+            weight=population[name][0] / labelled[name],
+        )
         for (name, judge), members in sorted(groups.items())
     ]
 
@@ -291,12 +338,23 @@ def corrected_pass_rate(
     if not strata or not run_total:
         return None
     try:
-        rate = engine_corrected_pass_rate(run_passes=int(run_passes or 0), run_total=run_total, strata=strata, iterations=ITERATIONS,
-                                          seed=campaign.seed)
+        rate = engine_corrected_pass_rate(
+            run_passes=int(run_passes or 0),
+            run_total=run_total,
+            strata=strata,
+            iterations=ITERATIONS,
+            seed=campaign.seed,
+        )
     except ValueError:
         return None
     return CorrectedPassRate(
-        raw=rate.raw, corrected=finite(rate.estimate), low=finite(rate.low), high=finite(rate.high),
-        sensitivity=finite(rate.sensitivity), specificity=finite(rate.specificity), note=rate.note,
-        run_items=run_total, iterations=rate.iterations,
+        raw=rate.raw,
+        corrected=finite(rate.estimate),
+        low=finite(rate.low),
+        high=finite(rate.high),
+        sensitivity=finite(rate.sensitivity),
+        specificity=finite(rate.specificity),
+        note=rate.note,
+        run_items=run_total,
+        iterations=rate.iterations,
     )

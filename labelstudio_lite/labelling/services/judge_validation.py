@@ -52,8 +52,10 @@ class Measurement:
     @property
     def fit(self) -> bool:
         stats, campaign = self.stats, self.campaign
-        return stats.kappa is not None and stats.miss_rate is not None and (
-            stats.kappa >= campaign.fit_kappa and stats.miss_rate <= campaign.fit_miss_rate
+        return (
+            stats.kappa is not None
+            and stats.miss_rate is not None
+            and (stats.kappa >= campaign.fit_kappa and stats.miss_rate <= campaign.fit_miss_rate)
         )
 
 
@@ -70,39 +72,76 @@ def measurements(config: JudgeConfig) -> Iterator[Measurement]:
     """Every measurement of the config against people: judge reports, then held-out re-measurements."""
     for campaign in Campaign.objects.filter(run__judge_config=config).select_related("run"):
         pairs, _ = labelled_pairs(campaign, judge_verdicts(campaign))
-        stats = core_stats(pairs, unit_word=unit_word(campaign), seed=campaign.seed, strata=stratum_population(campaign))
-        yield Measurement(campaign, "judge report", pairs, stats, _latest_label(campaign),
-                          reverse("labelling:report", args=[campaign.name]))
+        stats = core_stats(
+            pairs, unit_word=unit_word(campaign), seed=campaign.seed, strata=stratum_population(campaign)
+        )
+        yield Measurement(
+            campaign,
+            "judge report",
+            pairs,
+            stats,
+            _latest_label(campaign),
+            reverse("labelling:report", args=[campaign.name]),
+        )
     for verdict_set in VerdictSet.objects.filter(judge_config=config).select_related("campaign__run"):
         campaign = verdict_set.campaign
         pairs, _ = labelled_pairs(campaign, judge_verdicts(campaign, verdict_set), split=Item.Split.HELDOUT)
-        stats = core_stats(pairs, unit_word=unit_word(campaign), seed=campaign.seed, strata=stratum_population(campaign))
+        stats = core_stats(
+            pairs, unit_word=unit_word(campaign), seed=campaign.seed, strata=stratum_population(campaign)
+        )
         labelled = _latest_label(campaign, split=Item.Split.HELDOUT)
         measured = max(d for d in (verdict_set.created_at, labelled) if d is not None)
-        yield Measurement(campaign, "held-out re-measurement", pairs, stats, measured,
-                          reverse("labelling:remeasure", args=[campaign.name]) + f"?verdicts={verdict_set.pk}")
+        yield Measurement(
+            campaign,
+            "held-out re-measurement",
+            pairs,
+            stats,
+            measured,
+            reverse("labelling:remeasure", args=[campaign.name]) + f"?verdicts={verdict_set.pk}",
+        )
 
 
 def _stale(chosen: Measurement, found: list[Measurement]) -> str:
-    newer = [m for m in found if m is not chosen and not m.counts and m.measured_at and chosen.measured_at
-             and m.measured_at > chosen.measured_at]
+    newer = [
+        m
+        for m in found
+        if m is not chosen
+        and not m.counts
+        and m.measured_at
+        and chosen.measured_at
+        and m.measured_at > chosen.measured_at
+    ]
     if not newer:
         return ""
     latest = max(newer, key=lambda m: m.measured_at)
-    return (f"a newer {latest.source} on campaign {latest.campaign.name} ({latest.measured_at:%Y-%m-%d}) has only "
-            f"{latest.stats.n} labelled {unit_word(latest.campaign)}, {latest.stats.failures} unsupported: not enough to count yet")
+    return (
+        f"a newer {latest.source} on campaign {latest.campaign.name} ({latest.measured_at:%Y-%m-%d}) has only "
+        f"{latest.stats.n} labelled {unit_word(latest.campaign)}, {latest.stats.failures} unsupported: not enough to count yet"
+    )
 
 
 def _validation(config: JudgeConfig, chosen: Measurement, found: list[Measurement]) -> JudgeValidation:
     stats = chosen.stats
     return JudgeValidation(
-        status=FIT if chosen.fit else NOT_FIT, judge=str(config), config_hash=config.config_hash,
-        unit_word=unit_word(chosen.campaign), n=stats.n, failures=stats.failures, missed=stats.missed,
-        kappa=stats.kappa, kappa_low=stats.kappa_low, kappa_high=stats.kappa_high,
-        miss_rate=stats.miss_rate, miss_low=stats.miss_low, miss_high=stats.miss_high,
-        fit_kappa=chosen.campaign.fit_kappa, fit_miss_rate=chosen.campaign.fit_miss_rate,
-        campaign=chosen.campaign.name, source=chosen.source,
-        validated_at=chosen.measured_at.isoformat() if chosen.measured_at else None, url=chosen.url,
+        status=FIT if chosen.fit else NOT_FIT,
+        judge=str(config),
+        config_hash=config.config_hash,
+        unit_word=unit_word(chosen.campaign),
+        n=stats.n,
+        failures=stats.failures,
+        missed=stats.missed,
+        kappa=stats.kappa,
+        kappa_low=stats.kappa_low,
+        kappa_high=stats.kappa_high,
+        miss_rate=stats.miss_rate,
+        miss_low=stats.miss_low,
+        miss_high=stats.miss_high,
+        fit_kappa=chosen.campaign.fit_kappa,
+        fit_miss_rate=chosen.campaign.fit_miss_rate,
+        campaign=chosen.campaign.name,
+        source=chosen.source,
+        validated_at=chosen.measured_at.isoformat() if chosen.measured_at else None,
+        url=chosen.url,
         stale=_stale(chosen, found),
     )
 
@@ -121,11 +160,20 @@ def judge_config_validation(config: JudgeConfig) -> JudgeValidation | None:
     if chosen is None:
         most = max(found, key=lambda m: m.stats.n)
         return JudgeValidation(
-            status=UNVALIDATED, judge=str(config), config_hash=config.config_hash, unit_word=unit_word(most.campaign),
-            n=most.stats.n, failures=most.stats.failures, campaign=most.campaign.name, source=most.source, url=most.url,
-            why_not=(f"its largest measurement ({most.source} on campaign {most.campaign.name}) has {most.stats.n} labelled "
-                     f"{unit_word(most.campaign)}, {most.stats.failures} of them unsupported; a validation needs at least "
-                     f"{MIN_ITEMS}, {MIN_FAILURES} of them unsupported"),
+            status=UNVALIDATED,
+            judge=str(config),
+            config_hash=config.config_hash,
+            unit_word=unit_word(most.campaign),
+            n=most.stats.n,
+            failures=most.stats.failures,
+            campaign=most.campaign.name,
+            source=most.source,
+            url=most.url,
+            why_not=(
+                f"its largest measurement ({most.source} on campaign {most.campaign.name}) has {most.stats.n} labelled "
+                f"{unit_word(most.campaign)}, {most.stats.failures} of them unsupported; a validation needs at least "
+                f"{MIN_ITEMS}, {MIN_FAILURES} of them unsupported"
+            ),
         )
     return _validation(config, chosen, found)
 
@@ -141,8 +189,15 @@ def run_corrected_pass_rate(config: JudgeConfig, run: Run) -> CorrectedPassRate 
     rate = corrected_pass_rate(chosen.campaign, chosen.pairs, run_passes=sum(verdicts), run_total=len(verdicts))
     if rate is None:
         return None
-    return CorrectedPassRate(run=run.name, raw=rate.raw, corrected=rate.corrected, low=rate.low, high=rate.high,
-                             items=rate.run_items, note=rate.note or "")
+    return CorrectedPassRate(
+        run=run.name,
+        raw=rate.raw,
+        corrected=rate.corrected,
+        low=rate.low,
+        high=rate.high,
+        items=rate.run_items,
+        note=rate.note or "",
+    )
 
 
 class CampaignValidations:

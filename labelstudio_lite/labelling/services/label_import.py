@@ -22,7 +22,13 @@ from evalcore.services.readers import container_of, read_records
 from ..models import Campaign, Item, Label
 from .item_rows import ItemRef, campaign_items, item_lines
 
-VALUES = {"supported": "supported", "unsupported": "unsupported", "cant_tell": "cant_tell", "can't tell": "cant_tell", "cant tell": "cant_tell"}
+VALUES = {
+    "supported": "supported",
+    "unsupported": "unsupported",
+    "cant_tell": "cant_tell",
+    "can't tell": "cant_tell",
+    "cant tell": "cant_tell",
+}
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,9 @@ def _read_label(data: dict[str, Any]) -> _LabelLine:
     return _LabelLine(annotator, VALUES[raw_value], as_text(data.get("rationale"), "rationale"))
 
 
-def labels_import(*, campaign: Campaign, path: Path, display_name: str | None = None, progress: Progress = no_progress) -> LabelImportResult:
+def labels_import(
+    *, campaign: Campaign, path: Path, display_name: str | None = None, progress: Progress = no_progress
+) -> LabelImportResult:
     display = display_name or path.name
     if container_of(path) not in ("csv", "jsonl"):
         raise ImportFailed([ImportProblem(display, None, None, "labels are imported from CSV or JSON Lines")])
@@ -82,11 +90,19 @@ def labels_import(*, campaign: Campaign, path: Path, display_name: str | None = 
                 if existing.value == value:
                     unchanged += 1
                     continue
-                problems.add(line, "label", f"{name!r} already labelled this item {existing.value!r}; change it on the labelling page instead")
+                problems.add(
+                    line,
+                    "label",
+                    f"{name!r} already labelled this item {existing.value!r}; change it on the labelling page instead",
+                )
                 continue
             if value != Label.Value.CANT_TELL:
                 if not Item.objects.filter(pk=item.pk).take_labelled_slot():
-                    problems.add(line, "question_id", f"this item already has its {item.overlap} label(s) (the campaign's overlap)")
+                    problems.add(
+                        line,
+                        "question_id",
+                        f"this item already has its {item.overlap} label(s) (the campaign's overlap)",
+                    )
                     continue
             Label.objects.create(item_id=item.pk, value=value, rationale=label.rationale, source="import", **lookup)
             if user is None:
@@ -100,7 +116,11 @@ def labels_import(*, campaign: Campaign, path: Path, display_name: str | None = 
     if created == 0:
         message = f"Nothing new: all {unchanged} labels were already in campaign {campaign.name!r}."
     else:
-        message = f"Imported {created} labels into {campaign.name!r}" + (f" ({unchanged} already there)" if unchanged else "") + "."
+        message = (
+            f"Imported {created} labels into {campaign.name!r}"
+            + (f" ({unchanged} already there)" if unchanged else "")
+            + "."
+        )
         if externals:
             message += f" External annotators (not users): {', '.join(sorted(externals))}."
     return LabelImportResult(created, unchanged, sorted(externals), message)

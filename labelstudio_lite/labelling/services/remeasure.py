@@ -51,7 +51,9 @@ def remeasurement_open(*, campaign: Campaign, verdict_set: VerdictSet, user: Any
     """Record that someone opened the re-measurement of ``verdict_set``: tuning again after this spends the held-out split."""
     if verdict_set.campaign_id != campaign.pk:
         raise RemeasureRefused("those verdicts belong to another campaign")
-    return RemeasurementView.objects.create(campaign=campaign, verdict_set=verdict_set, viewed_by=user if getattr(user, "pk", None) else None)
+    return RemeasurementView.objects.create(
+        campaign=campaign, verdict_set=verdict_set, viewed_by=user if getattr(user, "pk", None) else None
+    )
 
 
 def remeasure(*, campaign: Campaign, verdict_set: VerdictSet, split: str = "heldout") -> Remeasurement:
@@ -66,7 +68,10 @@ def remeasure(*, campaign: Campaign, verdict_set: VerdictSet, split: str = "held
     word = unit_word(campaign)
     strata = stratum_population(campaign)
     pairs_old, _ = labelled_pairs(campaign, judge_verdicts(campaign), split=Item.Split.HELDOUT)
-    pairs_new = {p.item_id: p for p in labelled_pairs(campaign, judge_verdicts(campaign, verdict_set), split=Item.Split.HELDOUT)[0]}
+    pairs_new = {
+        p.item_id: p
+        for p in labelled_pairs(campaign, judge_verdicts(campaign, verdict_set), split=Item.Split.HELDOUT)[0]
+    }
     paired_old = [p for p in pairs_old if p.item_id in pairs_new]
     paired_new = [pairs_new[p.item_id] for p in paired_old]
     change = None
@@ -75,9 +80,15 @@ def remeasure(*, campaign: Campaign, verdict_set: VerdictSet, split: str = "held
         agree_new = [float(p.human == p.judge) for p in paired_new]
         boot = paired_bootstrap(agree_old, agree_new, iterations=ITERATIONS, seed=campaign.seed)
         change = AgreementChange(mean=boot.estimate, low=boot.low, high=boot.high, n=boot.n)
-    missing = Item.objects.filter(campaign=campaign, split=Item.Split.HELDOUT).exclude(verdicts__verdict_set=verdict_set).count()
+    missing = (
+        Item.objects.filter(campaign=campaign, split=Item.Split.HELDOUT)
+        .exclude(verdicts__verdict_set=verdict_set)
+        .count()
+    )
     return Remeasurement(
-        campaign=campaign.name, split="heldout", n=len(paired_old),
+        campaign=campaign.name,
+        split="heldout",
+        n=len(paired_old),
         old_judge=str(campaign.run.judge_config) if campaign.run.judge_config else "the run's judge",
         new_judge=str(verdict_set.judge_config),
         old=core_stats(paired_old, unit_word=word, seed=campaign.seed, strata=strata),

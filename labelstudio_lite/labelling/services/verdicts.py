@@ -43,19 +43,41 @@ def verdicts_import(
     config = normalize_judge_config(judge_config, display="judge config")
     original = campaign.run.judge_config
     if original is not None and original.config_hash == config["config_hash"]:
-        raise ImportFailed([ImportProblem(display, None, None, "these verdicts come from the run's own judge config; a re-measurement needs a different (tuned) config")])
+        raise ImportFailed(
+            [
+                ImportProblem(
+                    display,
+                    None,
+                    None,
+                    "these verdicts come from the run's own judge config; a re-measurement needs a different (tuned) config",
+                )
+            ]
+        )
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     existing = VerdictSet.objects.filter(campaign=campaign, judge_config__config_hash=config["config_hash"]).first()
     if existing is not None:
         if existing.source_hash == digest:
-            return VerdictImportResult(existing, False, f"Nothing new: these verdicts of {existing.judge_config} are already imported.")
-        raise ImportFailed([ImportProblem(display, None, None, f"verdicts of this judge config were already imported for {campaign.name} from another file")])
+            return VerdictImportResult(
+                existing, False, f"Nothing new: these verdicts of {existing.judge_config} are already imported."
+            )
+        raise ImportFailed(
+            [
+                ImportProblem(
+                    display,
+                    None,
+                    None,
+                    f"verdicts of this judge config were already imported for {campaign.name} from another file",
+                )
+            ]
+        )
     problems = ProblemCollector(display)
     parsed: list[tuple[int, bool, str]] = []
     seen: dict[int, int] = {}
     heldout_covered = 0
     records = read_records(path, container_of(path), display)
-    for line, item, (supported, rationale) in item_lines(records, campaign_items(campaign, ignore_answer_claim_index=True), _read_verdict, problems):
+    for line, item, (supported, rationale) in item_lines(
+        records, campaign_items(campaign, ignore_answer_claim_index=True), _read_verdict, problems
+    ):
         if item.pk in seen:
             problems.add(line, "question_id", f"this item already has a verdict on line {seen[item.pk]}")
             continue
@@ -67,11 +89,20 @@ def verdicts_import(
         raise ImportFailed([ImportProblem(display, None, None, "the file holds no verdicts")])
     with transaction.atomic():
         verdict_set = VerdictSet.objects.create(
-            campaign=campaign, judge_config=judge_config_get_or_create(config), source_name=display, source_hash=digest,
+            campaign=campaign,
+            judge_config=judge_config_get_or_create(config),
+            source_name=display,
+            source_hash=digest,
             created_by=user if getattr(user, "pk", None) else None,
         )
-        Verdict.objects.bulk_create([Verdict(verdict_set=verdict_set, item_id=pk, supported=s, rationale=r) for pk, s, r in parsed])
+        Verdict.objects.bulk_create(
+            [Verdict(verdict_set=verdict_set, item_id=pk, supported=s, rationale=r) for pk, s, r in parsed]
+        )
     heldout_total = Item.objects.filter(campaign=campaign, split=Item.Split.HELDOUT).count()
-    return VerdictImportResult(verdict_set, True, (
-        f"Imported {len(parsed)} verdicts of {verdict_set.judge_config} ({heldout_covered} of {heldout_total} held-out items covered)."
-    ))
+    return VerdictImportResult(
+        verdict_set,
+        True,
+        (
+            f"Imported {len(parsed)} verdicts of {verdict_set.judge_config} ({heldout_covered} of {heldout_total} held-out items covered)."
+        ),
+    )

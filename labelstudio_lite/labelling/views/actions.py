@@ -31,7 +31,12 @@ class Done:
 
 
 def form_post(
-    request: HttpRequest, form: forms.Form, *, back: str, invalid: str | Callable[[forms.Form], str], run: Callable[[dict[str, Any]], Done]
+    request: HttpRequest,
+    form: forms.Form,
+    *,
+    back: str,
+    invalid: str | Callable[[forms.Form], str],
+    run: Callable[[dict[str, Any]], Done],
 ) -> HttpResponse:
     """Run ``run(cleaned_data)`` if the form is valid; redirect with the message of the outcome."""
     if not form.is_valid():
@@ -48,7 +53,11 @@ def form_post(
 
 
 def import_upload(
-    request: HttpRequest, *, form: forms.Form, back: str, invalid: str | Callable[[forms.Form], str],
+    request: HttpRequest,
+    *,
+    form: forms.Form,
+    back: str,
+    invalid: str | Callable[[forms.Form], str],
     start: Callable[[str, str, dict[str, Any]], Job],
 ) -> HttpResponse:
     """Save the form's ``file`` and ask for the import job with ``start(path, display_name, cleaned_data)``; show the job."""

@@ -26,7 +26,11 @@ def _item_context(request: HttpRequest, campaign: Campaign, notice: str = "", er
     share = annotator_share(campaign=campaign, user=request.user)
     item = blind_item(served.item) if served else None  # next_item loads the item's row and question
     return {
-        "campaign": campaign, "item": item, "share": share, "notice": notice, "error": error,
+        "campaign": campaign,
+        "item": item,
+        "share": share,
+        "notice": notice,
+        "error": error,
         # when nothing is left for this annotator their share is done, whatever the arithmetic says
         "percent": 100 if served is None or not share.target else min(100, int(100 * share.done / share.target)),
     }
@@ -38,8 +42,16 @@ def label_page(request: HttpRequest, name: str) -> HttpResponse:
     """The labelling page. Opening it claims nothing: the page asks for its item with a POST once loaded."""
     campaign = campaign_for_labelling(request.user, name)
     share = annotator_share(campaign=campaign, user=request.user)
-    return render(request, "labelling/label.html", {"campaign": campaign, "share": share, "waiting": True,
-                                                    "percent": min(100, int(100 * share.done / share.target)) if share.target else 0})
+    return render(
+        request,
+        "labelling/label.html",
+        {
+            "campaign": campaign,
+            "share": share,
+            "waiting": True,
+            "percent": min(100, int(100 * share.done / share.target)) if share.target else 0,
+        },
+    )
 
 
 @never_cache
@@ -68,7 +80,11 @@ def answer(request: HttpRequest, name: str) -> HttpResponse:
                 notice = "Skipped: the item went back to the pool."
             else:
                 label = submit_label(
-                    campaign=campaign, user=request.user, item_id=data["item_id"], value=data["value"], rationale=data["rationale"]
+                    campaign=campaign,
+                    user=request.user,
+                    item_id=data["item_id"],
+                    value=data["value"],
+                    rationale=data["rationale"],
                 )
                 notice = f"Saved: {label.get_value_display().lower()}."
         except LabellingError as exc:
@@ -100,8 +116,13 @@ def edit_label(request: HttpRequest, name: str, label_id: int) -> HttpResponse:
         form = ChangeLabelForm(request.POST)
         if form.is_valid():
             try:
-                change_label(campaign=campaign, user=request.user, label_id=label.pk, value=form.cleaned_data["value"],
-                             rationale=form.cleaned_data["rationale"])
+                change_label(
+                    campaign=campaign,
+                    user=request.user,
+                    label_id=label.pk,
+                    value=form.cleaned_data["value"],
+                    rationale=form.cleaned_data["rationale"],
+                )
             except LabellingError as exc:
                 error = str(exc)
             else:

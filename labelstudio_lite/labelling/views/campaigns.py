@@ -36,10 +36,17 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         try:
             campaign = campaign_create(
-                run=data["run"], name=data["name"], unit=data["unit"], size=data["size"],
-                heldout_fraction=data["heldout_fraction"], overlap=data["overlap"], seed=data["seed"],
-                judge_question=data["judge_question"] or None, guidance=data["guidance"],
-                annotators=data["annotators"], user=request.user,
+                run=data["run"],
+                name=data["name"],
+                unit=data["unit"],
+                size=data["size"],
+                heldout_fraction=data["heldout_fraction"],
+                overlap=data["overlap"],
+                seed=data["seed"],
+                judge_question=data["judge_question"] or None,
+                guidance=data["guidance"],
+                annotators=data["annotators"],
+                user=request.user,
             )
         except UserFacingError as error:
             form.add_error(None, str(error))
@@ -60,7 +67,13 @@ def campaign_preview(request: HttpRequest) -> HttpResponse:
     plan = error = None
     if all(k in data for k in ("run", "unit", "size", "seed", "heldout_fraction")):
         try:
-            plan = plan_campaign(run=data["run"], unit=data["unit"], size=data["size"], seed=data["seed"], heldout_fraction=data["heldout_fraction"])
+            plan = plan_campaign(
+                run=data["run"],
+                unit=data["unit"],
+                size=data["size"],
+                seed=data["seed"],
+                heldout_fraction=data["heldout_fraction"],
+            )
         except UserFacingError as exc:
             error = str(exc)
     else:
@@ -100,8 +113,12 @@ def campaign_annotators(request: HttpRequest, name: str) -> HttpResponse:
         return Done("Annotators added.")
 
     if request.POST.get("remove"):
-        return form_post(request, RemoveAnnotatorForm(request.POST), back=back, invalid="Name the annotator to remove.", run=remove)
-    return form_post(request, AnnotatorsForm(request.POST), back=back, invalid="Choose at least one user to add.", run=add)
+        return form_post(
+            request, RemoveAnnotatorForm(request.POST), back=back, invalid="Name the annotator to remove.", run=remove
+        )
+    return form_post(
+        request, AnnotatorsForm(request.POST), back=back, invalid="Choose at least one user to add.", run=add
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -112,14 +129,23 @@ def adjudication(request: HttpRequest, name: str) -> HttpResponse:
     if request.method == "POST":
 
         def decide(data: dict) -> Done:
-            adjudicate(campaign=campaign, item_id=data["item_id"], value=data["value"], note=data["note"], user=request.user)
+            adjudicate(
+                campaign=campaign, item_id=data["item_id"], value=data["value"], note=data["note"], user=request.user
+            )
             return Done("Final label saved.")
 
-        return form_post(request, AdjudicationForm(request.POST), back=reverse("labelling:adjudicate", args=[campaign.name]),
-                         invalid="Pick supported or unsupported.", run=decide)
+        return form_post(
+            request,
+            AdjudicationForm(request.POST),
+            back=reverse("labelling:adjudicate", args=[campaign.name]),
+            invalid="Pick supported or unsupported.",
+            run=decide,
+        )
     entries = disagreements(campaign)
     unresolved = sum(1 for e in entries if e.final and e.final.needs_decision)
-    return render(request, "labelling/adjudicate.html", {"campaign": campaign, "entries": entries, "unresolved": unresolved})
+    return render(
+        request, "labelling/adjudicate.html", {"campaign": campaign, "entries": entries, "unresolved": unresolved}
+    )
 
 
 @require_POST
@@ -138,7 +164,9 @@ def export(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
 def import_labels_view(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
     return import_upload(
-        request, form=LabelImportForm(request.POST, request.FILES), back=reverse("labelling:campaign", args=[campaign.name]),
+        request,
+        form=LabelImportForm(request.POST, request.FILES),
+        back=reverse("labelling:campaign", args=[campaign.name]),
         invalid=lambda form: "Choose a CSV or JSON Lines file of labels.",
         start=lambda path, display_name, data: request_labels_import(
             params=LabelImportParams(campaign=campaign.name, path=path, display_name=display_name), user=request.user

@@ -33,17 +33,28 @@ def report_page(request: HttpRequest, name: str) -> HttpResponse:
             campaign_set_thresholds(campaign=campaign, fit_kappa=data["fit_kappa"], fit_miss_rate=data["fit_miss_rate"])
             return Done("Thresholds saved.")
 
-        return form_post(request, ThresholdForm(request.POST), back=reverse("labelling:report", args=[campaign.name]),
-                         invalid="Thresholds: kappa between -1 and 1, miss rate between 0 and 1.", run=save)
+        return form_post(
+            request,
+            ThresholdForm(request.POST),
+            back=reverse("labelling:report", args=[campaign.name]),
+            invalid="Thresholds: kappa between -1 and 1, miss rate between 0 and 1.",
+            run=save,
+        )
     verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
     report = judge_report(campaign, verdict_set=verdict_set)
     context = {
-        "campaign": campaign, "report": report, "verdict_set": verdict_set,
+        "campaign": campaign,
+        "report": report,
+        "verdict_set": verdict_set,
         "verdict_sets": verdict_sets_of(campaign),
         "heatmap": confusion_heatmap_svg(report.overall.confusion.as_dict()) if report.overall.n else "",
         "slice_plot": slice_intervals_svg([s.as_dict() for s in report.slices]) if report.slices else "",
-        "threshold_form": ThresholdForm(initial={"fit_kappa": campaign.fit_kappa, "fit_miss_rate": campaign.fit_miss_rate}),
-        "export_form": ExportForm(), "verdict_form": VerdictImportForm(), "fresh_form": FreshHeldoutForm(initial={"name": f"{campaign.name}-fresh"}),
+        "threshold_form": ThresholdForm(
+            initial={"fit_kappa": campaign.fit_kappa, "fit_miss_rate": campaign.fit_miss_rate}
+        ),
+        "export_form": ExportForm(),
+        "verdict_form": VerdictImportForm(),
+        "fresh_form": FreshHeldoutForm(initial={"name": f"{campaign.name}-fresh"}),
         "exports": campaign_exports(campaign),
     }
     return render(request, "labelling/report.html", context)
@@ -78,12 +89,26 @@ def export_create(request: HttpRequest, name: str) -> HttpResponse:
     back = reverse("labelling:report", args=[campaign.name])
 
     def export(data: dict) -> Done:
-        record = disagreements_export(campaign=campaign, fmt=data["format"], limit=data["limit"], balanced=data["balanced"],
-                                      seed=data["seed"], verdict_set=verdict_set, user=request.user)
-        return Done(f"Export v{record.version}: {len(record.item_ids)} examples from the tuning split.", back + "#exports")
+        record = disagreements_export(
+            campaign=campaign,
+            fmt=data["format"],
+            limit=data["limit"],
+            balanced=data["balanced"],
+            seed=data["seed"],
+            verdict_set=verdict_set,
+            user=request.user,
+        )
+        return Done(
+            f"Export v{record.version}: {len(record.item_ids)} examples from the tuning split.", back + "#exports"
+        )
 
-    return form_post(request, ExportForm(request.POST), back=back, invalid="Choose a format; the limit must be a positive number.",
-                     run=export)
+    return form_post(
+        request,
+        ExportForm(request.POST),
+        back=back,
+        invalid="Choose a format; the limit must be a positive number.",
+        run=export,
+    )
 
 
 @require_GET
@@ -94,7 +119,11 @@ def export_download(request: HttpRequest, name: str, version: int) -> HttpRespon
     if record is None:
         raise Http404("No such export.")
     extension = "csv" if record.fmt == "csv" else "jsonl"
-    return attachment(record.content, fmt=record.fmt, filename=f"{campaign.name}-{record.kind}-v{record.version}-{record.fmt}.{extension}")
+    return attachment(
+        record.content,
+        fmt=record.fmt,
+        filename=f"{campaign.name}-{record.kind}-v{record.version}-{record.fmt}.{extension}",
+    )
 
 
 @require_POST
@@ -102,10 +131,14 @@ def export_download(request: HttpRequest, name: str, version: int) -> HttpRespon
 def verdicts_upload(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
     return import_upload(
-        request, form=VerdictImportForm(request.POST, request.FILES), back=reverse("labelling:report", args=[campaign.name]),
+        request,
+        form=VerdictImportForm(request.POST, request.FILES),
+        back=reverse("labelling:report", args=[campaign.name]),
         invalid=lambda form: "Verdicts: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()),
         start=lambda path, display_name, data: request_verdicts_import(
-            params=VerdictImportParams(campaign=campaign.name, path=path, display_name=display_name, judge_config=data["judge_config"]),
+            params=VerdictImportParams(
+                campaign=campaign.name, path=path, display_name=display_name, judge_config=data["judge_config"]
+            ),
             user=request.user,
         ),
     )
@@ -118,8 +151,15 @@ def fresh_heldout(request: HttpRequest, name: str) -> HttpResponse:
 
     def sample(data: dict) -> Done:
         new = campaign_fresh_heldout(campaign=campaign, name=data["name"], size=data["size"], user=request.user)
-        return Done(f"Sampled a fresh held-out set: campaign {new.name} with {new.items.count()} items, none seen before.",
-                    reverse("labelling:campaign", args=[new.name]))
+        return Done(
+            f"Sampled a fresh held-out set: campaign {new.name} with {new.items.count()} items, none seen before.",
+            reverse("labelling:campaign", args=[new.name]),
+        )
 
-    return form_post(request, FreshHeldoutForm(request.POST), back=reverse("labelling:report", args=[campaign.name]),
-                     invalid="Give the new campaign a name (letters, digits, - and _) and a size.", run=sample)
+    return form_post(
+        request,
+        FreshHeldoutForm(request.POST),
+        back=reverse("labelling:report", args=[campaign.name]),
+        invalid="Give the new campaign a name (letters, digits, - and _) and a size.",
+        run=sample,
+    )

@@ -27,13 +27,23 @@ class Command(BaseCommand):
         try:
             run = run_by_ref(options["run"], evalset=options["evalset"])
             campaign = campaign_create(
-                run=run, name=options["name"], unit=options["unit"], size=options["size"], heldout_fraction=options["heldout"],
-                overlap=options["overlap"], seed=options["seed"], guidance=options["guidance"],
+                run=run,
+                name=options["name"],
+                unit=options["unit"],
+                size=options["size"],
+                heldout_fraction=options["heldout"],
+                overlap=options["overlap"],
+                seed=options["seed"],
+                guidance=options["guidance"],
                 annotators=options["annotator"],
             )
         except UserFacingError as error:
             raise CommandError(str(error)) from None
-        self.stdout.write(f"Created campaign {campaign.name}: {campaign.items.count()} items from {run.name} ({run.version.label})")
+        self.stdout.write(
+            f"Created campaign {campaign.name}: {campaign.items.count()} items from {run.name} ({run.version.label})"
+        )
         self.stdout.write(f"{'stratum':<40} {'available':>9} {'sampled':>8} {'tuning':>7} {'held out':>9}")
         for s in campaign.strata:
-            self.stdout.write(f"{s['stratum']:<40} {s['available']:>9} {s['sampled']:>8} {s['tuning']:>7} {s['heldout']:>9}")
+            self.stdout.write(
+                f"{s['stratum']:<40} {s['available']:>9} {s['sampled']:>8} {s['tuning']:>7} {s['heldout']:>9}"
+            )

@@ -11,8 +11,10 @@ from ..lookups import campaign_or_fail
 
 
 class Command(BaseCommand):
-    help = ("Export every label of a campaign, held-out items included (the export is recorded: the judge report "
-            "warns that held-out labels left).")
+    help = (
+        "Export every label of a campaign, held-out items included (the export is recorded: the judge report "
+        "warns that held-out labels left)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("campaign")
@@ -27,7 +29,9 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         if options["output"]:
             options["output"].write_text(record.content, encoding="utf-8")
-            self.stderr.write(f"export v{record.version}: labels of {len(record.item_ids)} items written to {options['output']}")
+            self.stderr.write(
+                f"export v{record.version}: labels of {len(record.item_ids)} items written to {options['output']}"
+            )
         else:
             self.stdout.write(record.content, ending="")
             self.stderr.write(f"export v{record.version}: labels of {len(record.item_ids)} items")

@@ -26,6 +26,8 @@ class Command(BaseCommand):
             config = json.loads(options["judge_config"].read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as error:
             raise CommandError(f"{options['judge_config']}: cannot read the judge config: {error}") from None
-        params = VerdictImportParams(campaign=options["campaign"], path=file, display_name=path.name, judge_config=config)
+        params = VerdictImportParams(
+            campaign=options["campaign"], path=file, display_name=path.name, judge_config=config
+        )
         result = run_import_cli(self, request_verdicts_import, params=params, path=path, quiet=options["quiet"])
         self.stdout.write(f"verdict set: {result['verdict_set']}")

@@ -14,7 +14,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("campaign")
-        parser.add_argument("--verdicts", type=int, help="id of an imported verdict set (a new judge config) to report on")
+        parser.add_argument(
+            "--verdicts", type=int, help="id of an imported verdict set (a new judge config) to report on"
+        )
         parser.add_argument("--json", action="store_true", help="the report as JSON (the same as the API and the page)")
 
     def handle(self, *args, **options):
@@ -25,28 +27,40 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(report.as_dict(), indent=2, default=str))
             return
         o, judge = report.overall, report.judge
-        self.stdout.write(f"Judge {judge.model}-{judge.model_version} · prompt {str(judge.prompt_hash)[:6]}… · {report.metric} · "
-                          f"{o.n} labelled {report.unit_word}")
+        self.stdout.write(
+            f"Judge {judge.model}-{judge.model_version} · prompt {str(judge.prompt_hash)[:6]}… · {report.metric} · "
+            f"{o.n} labelled {report.unit_word}"
+        )
         self.stdout.write(report.verdict.line)
         for warning in report.warnings:
             self.stdout.write(f"warning: {warning}")
         if not o.n:
             return
-        self.stdout.write(f"agreement {o.agreement:.3f} · kappa {o.kappa if o.kappa is None else round(o.kappa, 3)} "
-                          f"({_fmt(o.kappa_low)}–{_fmt(o.kappa_high)}) · {o.miss_sentence} · {o.prevalence_sentence}")
+        self.stdout.write(
+            f"agreement {o.agreement:.3f} · kappa {o.kappa if o.kappa is None else round(o.kappa, 3)} "
+            f"({_fmt(o.kappa_low)}–{_fmt(o.kappa_high)}) · {o.miss_sentence} · {o.prevalence_sentence}"
+        )
         c = o.confusion
         self.stdout.write(f"{'':<20}{'judge supported':>17}{'judge unsupported':>19}")
-        self.stdout.write(f"{'people supported':<20}{c.people_supported.judge_supported:>17}{c.people_supported.judge_unsupported:>19}")
-        self.stdout.write(f"{'people unsupported':<20}{c.people_unsupported.judge_supported:>17}{c.people_unsupported.judge_unsupported:>19}")
+        self.stdout.write(
+            f"{'people supported':<20}{c.people_supported.judge_supported:>17}{c.people_supported.judge_unsupported:>19}"
+        )
+        self.stdout.write(
+            f"{'people unsupported':<20}{c.people_unsupported.judge_supported:>17}{c.people_unsupported.judge_unsupported:>19}"
+        )
         self.stdout.write(f"\n{'slice':<16}{'n':>5}{'kappa':>8}{'  (95% CI)':<16}{'missed':>10}{'miss rate':>11}")
         for s in report.slices:
             st = s.stats
-            self.stdout.write(f"{s.slice:<16}{st.n:>5}{_fmt(st.kappa):>8}  ({_fmt(st.kappa_low)}–{_fmt(st.kappa_high)})   "
-                              f"{st.missed:>4}/{st.failures:<4}{pct(st.miss_rate):>9}")
+            self.stdout.write(
+                f"{s.slice:<16}{st.n:>5}{_fmt(st.kappa):>8}  ({_fmt(st.kappa_low)}–{_fmt(st.kappa_high)})   "
+                f"{st.missed:>4}/{st.failures:<4}{pct(st.miss_rate):>9}"
+            )
         if report.corrected:
             r = report.corrected
-            self.stdout.write(f"\nJudge pass rate on the run {pct(r.raw)} · corrected for the judge's errors {pct(r.corrected)} "
-                              f"({pct(r.low)}–{pct(r.high)})")
+            self.stdout.write(
+                f"\nJudge pass rate on the run {pct(r.raw)} · corrected for the judge's errors {pct(r.corrected)} "
+                f"({pct(r.low)}–{pct(r.high)})"
+            )
 
 
 def _fmt(value):

@@ -19,7 +19,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         folder = settings.VAR_DIR / "demo"
         paths = write_demo_files(folder)
-        result = evalset_import(path=paths["questions"], name="support-qa", description="Demo: customer support questions")
+        result = evalset_import(
+            path=paths["questions"], name="support-qa", description="Demo: customer support questions"
+        )
         self.stdout.write(result.message)
         runs = {}
         for rows, name, chunks, system, judge in (
@@ -29,8 +31,13 @@ class Command(BaseCommand):
             ("cand_rows_v2", "chunks-256-rerank-judge-v2", "cand_chunks", "cand_system", "tuned_judge"),
         ):
             outcome = run_import(
-                path=paths[rows], evalset="support-qa@1", name=name, judge_config=json.loads(paths[judge].read_text()),
-                system_config=json.loads(paths[system].read_text()), chunks_path=paths[chunks], k=5,
+                path=paths[rows],
+                evalset="support-qa@1",
+                name=name,
+                judge_config=json.loads(paths[judge].read_text()),
+                system_config=json.loads(paths[system].read_text()),
+                chunks_path=paths[chunks],
+                k=5,
                 description="re-scored by the tuned judge (judge-v2)" if judge == "tuned_judge" else "",
             )
             runs[name] = outcome.run
@@ -39,7 +46,11 @@ class Command(BaseCommand):
         for line in load_labelling_demo(paths, runs["chunks-256-rerank"]):
             self.stdout.write(line)
         self.stdout.write("")
-        self.stdout.write("Try: the gate            .venv/bin/python manage.py gate --base chunks-512 --candidate chunks-256-rerank")
+        self.stdout.write(
+            "Try: the gate            .venv/bin/python manage.py gate --base chunks-512 --candidate chunks-256-rerank"
+        )
         self.stdout.write("     the judge report    .venv/bin/python manage.py judge_report faithfulness-claims")
-        self.stdout.write("     with the tuned judge .venv/bin/python manage.py gate --base chunks-512-judge-v2 --candidate chunks-256-rerank-judge-v2")
+        self.stdout.write(
+            "     with the tuned judge .venv/bin/python manage.py gate --base chunks-512-judge-v2 --candidate chunks-256-rerank-judge-v2"
+        )
         self.stdout.write("     label as ann1       http://127.0.0.1:8000/label/demo-claims/")
