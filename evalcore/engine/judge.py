@@ -288,21 +288,15 @@ def corrected_pass_rate(
     raw = run_passes / run_total
     se, sp = _se_sp(strata, np.array([s.human_pass for s in strata], dtype=float))
     se, sp = float(se), float(sp)
+
+    def result(estimate: float, low: float, high: float, note: str | None) -> CorrectedRate:
+        return CorrectedRate(estimate, low, high, raw=raw, sensitivity=se, specificity=sp, iterations=iterations,
+                             seed=seed, confidence=confidence, note=note)  # fmt: skip
+
     note = None
     if not (math.isfinite(se) and math.isfinite(sp)):
         note = "people's labels hold only one class, so the judge's sensitivity or specificity is unknown"
-        return CorrectedRate(
-            math.nan,
-            math.nan,
-            math.nan,
-            raw=raw,
-            sensitivity=se,
-            specificity=sp,
-            iterations=iterations,
-            seed=seed,
-            confidence=confidence,
-            note=note,
-        )
+        return result(math.nan, math.nan, math.nan, note)
     corrected = rogan_gladen(raw, se, sp)
     if math.isnan(corrected):
         note = "the judge's sensitivity + specificity is at most 1: its verdicts carry no information"
@@ -317,28 +311,6 @@ def corrected_pass_rate(
         draws = np.clip((passes + sp_b - 1.0) / youden, 0.0, 1.0)
     draws = np.sort(draws[np.isfinite(draws) & (youden > 0)])
     if draws.size == 0:
-        return CorrectedRate(
-            corrected,
-            math.nan,
-            math.nan,
-            raw=raw,
-            sensitivity=se,
-            specificity=sp,
-            iterations=iterations,
-            seed=seed,
-            confidence=confidence,
-            note=note,
-        )
+        return result(corrected, math.nan, math.nan, note)
     low_pos, high_pos = percentile_positions(draws.size, confidence=confidence)
-    return CorrectedRate(
-        corrected,
-        float(draws[low_pos]),
-        float(draws[high_pos]),
-        raw=raw,
-        sensitivity=se,
-        specificity=sp,
-        iterations=iterations,
-        seed=seed,
-        confidence=confidence,
-        note=note,
-    )
+    return result(corrected, float(draws[low_pos]), float(draws[high_pos]), note)
