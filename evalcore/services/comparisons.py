@@ -172,8 +172,6 @@ def compare_runs(
     validation = judge_validation(base.judge_config) if any(is_judge_metric(d.metric) for d in decisions) else None
     data_status = {(d.metric, d.slice): d.status for d in decisions}
     decisions = [_under_judge_policy(d, validation, policy) if is_judge_metric(d.metric) else d for d in decisions]
-    if validation is not None:
-        notes.append(f"Judge metrics: {validation.reason}. Judge policy: {policy}.")
     chosen = [m for m in chosen if m not in excluded]
     per_metric = {m: per_metric[m] for m in chosen}
     report = GateReport(

@@ -122,6 +122,9 @@ def render_table(data: dict) -> str:
         else ""
     )
     lines += ["", f"OVERALL: {data['overall'].upper()}{reason}"]
+    judge = next((d["judge"] for d in data["decisions"] if d.get("judge")), None)
+    if judge:
+        lines.append(f"judge metrics: {judge['reason']} · judge policy: {data['judge_policy']}")
     for rate in data.get("judge_rates") or []:
         corrected = (
             f"{100 * rate['corrected']:.1f} % ({100 * rate['low']:.1f}–{100 * rate['high']:.1f} %)"
