@@ -154,7 +154,9 @@ def stratified_agreement(
         n_eff = total_w**2 / total_w2
         centre = (estimate + z * z / (2 * n_eff)) / (1 + z * z / n_eff)
         half = z * math.sqrt(estimate * (1 - estimate) / n_eff + z * z / (4 * n_eff * n_eff)) / (1 + z * z / n_eff)
-        return Interval(estimate, max(0.0, centre - half), min(1.0, centre + half))
+        low = 0.0 if estimate == 0.0 else max(0.0, centre - half)  # exact at the bounds, not 1e-17
+        high = 1.0 if estimate == 1.0 else min(1.0, centre + half)
+        return Interval(estimate, low, high)
 
     def interval(name: str) -> Interval:
         values = np.sort(boot[name][np.isfinite(boot[name])])
