@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_ready
 
 
 @shared_task(name="evalcore.run_job", acks_late=True)
@@ -15,3 +16,11 @@ def run_job(job_id: int) -> str:
         return "skipped"
     job = job_run(job_id)
     return job.status if job else "skipped"
+
+
+@worker_ready.connect
+def resume_stale_jobs(**kwargs: object) -> None:
+    """A worker that starts queues again the judge jobs whose worker died (they resume from the cache)."""
+    from .services.jobs import jobs_resume_stale
+
+    jobs_resume_stale()
