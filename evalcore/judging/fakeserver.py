@@ -95,6 +95,7 @@ class FakeJudge:
     timeout_seconds: float = 5.0
     retry_after: str = "1"
     record_prompts: bool = True
+    on_messages: Any = None  # called with every request's messages (tests read what a judge would see)
     requests: list[Received] = field(default_factory=list)
     answered: Counter = field(default_factory=Counter)
     in_flight: int = 0
@@ -189,6 +190,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, b'{"error": {"message": "not found"}}')
             return
         messages = body.get("messages") or []
+        if fake.on_messages is not None:
+            fake.on_messages(messages)
         prompt = item_message(messages)
         kind, answer = judge_answer(prompt)
         record = Received(input_hash(kind, prompt), kind, prompt if fake.record_prompts else "", "answered")

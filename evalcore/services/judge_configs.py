@@ -404,14 +404,21 @@ def judge_config_as_dict(config: JudgeConfig) -> dict[str, Any]:
     return data
 
 
-def judge_config_derived(
-    *, base: JudgeConfig, name: str, changes: dict[str, Any], user: Any = None
-) -> JudgeConfigResult:
-    """A new runnable config: ``base`` with ``changes`` (a tuned prompt, few-shot examples), under ``name``."""
+def derived_config(base: JudgeConfig, changes: dict[str, Any]) -> dict[str, Any]:
+    """The JSON of ``base`` with ``changes`` applied (few-shot examples by reference, resolved again)."""
     raw = {k: v for k, v in judge_config_as_dict(base).items() if k not in ("config_hash", "prompt_hash", "runnable")}
     if raw.get("few_shot"):
         raw["few_shot"] = {"campaign": raw["few_shot"]["campaign"], "export": raw["few_shot"]["export"]}
         raw.pop("few_shot_examples", None)
+    if "few_shot" in changes:
+        raw.pop("few_shot_examples", None)
     raw.update(changes)
-    raw["name"] = name
+    return raw
+
+
+def judge_config_derived(
+    *, base: JudgeConfig, name: str, changes: dict[str, Any], user: Any = None
+) -> JudgeConfigResult:
+    """A new runnable config: ``base`` with ``changes`` (a tuned prompt, few-shot examples), under ``name``."""
+    raw = {**derived_config(base, changes), "name": name}
     return judge_config_create(raw=raw, user=user, display=f"judge config {name}")
