@@ -96,6 +96,7 @@ class FakeJudge:
     retry_after: str = "1"
     record_prompts: bool = True
     on_messages: Any = None  # called with every request's messages (tests read what a judge would see)
+    on_headers: Any = None  # called with every request's Authorization header
     requests: list[Received] = field(default_factory=list)
     answered: Counter = field(default_factory=Counter)
     in_flight: int = 0
@@ -192,6 +193,8 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body.get("messages") or []
         if fake.on_messages is not None:
             fake.on_messages(messages)
+        if fake.on_headers is not None:
+            fake.on_headers(self.headers.get("Authorization", ""))
         prompt = item_message(messages)
         kind, answer = judge_answer(prompt)
         record = Received(input_hash(kind, prompt), kind, prompt if fake.record_prompts else "", "answered")

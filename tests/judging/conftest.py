@@ -1,21 +1,13 @@
-"""Fixtures for the judge tests: the fake OpenAI-compatible judge on loopback, a runnable config
-pointed at it, and a run the fake judge scores predictably (``make_literal_run``)."""
+"""Fixtures for the judge tests: a runnable config pointed at the fake judge (``fake_judge``, in
+``tests/conftest.py``), and a run the fake judge scores predictably (``make_literal_run``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from evalcore.judging.fakeserver import FakeJudge, FakeJudgeServer
 from evalcore.models import JudgeConfig, Run
 from evalcore.services.judge_configs import judge_config_create
 from tests.factories import make_literal_run, runnable_judge
-
-
-@pytest.fixture
-def fake_judge():
-    """The fake judge, started for the test and stopped after it (``.fake`` holds its counters and faults)."""
-    with FakeJudgeServer(FakeJudge()) as server:
-        yield server
 
 
 @pytest.fixture
