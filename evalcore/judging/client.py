@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -137,7 +138,10 @@ def retry_after(headers: Any) -> float | None:
         try:
             return min(MAX_RETRY_AFTER, max(0.0, float(raw) * scale))
         except ValueError:
-            parsed = email.utils.parsedate_to_datetime(raw) if name == "retry-after" else None
+            try:
+                parsed = email.utils.parsedate_to_datetime(raw) if name == "retry-after" else None
+            except (TypeError, ValueError):
+                parsed = None
             if parsed is not None:
                 return min(MAX_RETRY_AFTER, max(0.0, parsed.timestamp() - time.time()))
     return None
@@ -224,7 +228,12 @@ class JudgeClient:
                 if status in RETRIED_STATUSES or status >= 500:
                     why += f" (still failing after {retries} retries)"
                 return CallResult(request.key, request.kind, None, why, prompt_tokens, completion_tokens, attempts)
-            except (openai.APITimeoutError, openai.APIConnectionError, openai.APIResponseValidationError) as error:
+            except (
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+                openai.APIResponseValidationError,
+                json.JSONDecodeError,  # a body cut short or not JSON: the client does not wrap it
+            ) as error:
                 if retries < self.limits.max_retries:
                     await self.sleep(backoff(retries, self.rng))
                     retries += 1

@@ -181,8 +181,8 @@ def run_calls(
 ) -> dict[str, str]:
     """Make sure every request has a cached answer; return the failures (input hash -> why).
 
-    Raises :class:`~evalcore.services.jobs.JobCancelled` when ``should_stop()`` says so (checked about once a second),
-    after writing every answer received; the calls still in flight are abandoned.
+    Raises :class:`~evalcore.services.jobs.JobCancelled` when ``should_stop()`` says so (checked about once a
+    second): no new call starts, the calls in flight finish (they are paid for) and every answer is written.
     """
     loop = asyncio.new_event_loop()
     try:
@@ -233,9 +233,10 @@ def _drive(
         flushed = time.monotonic()
         on_progress(stats)
 
+    stopping = False
     try:
         while True:
-            while not exhausted and len(pending) < client.limits.concurrency:
+            while not exhausted and not stopping and len(pending) < client.limits.concurrency:
                 request = source.next(set(pending.values()))
                 if request is None:
                     exhausted = True
@@ -253,10 +254,9 @@ def _drive(
             now = time.monotonic()
             if len(received) >= FLUSH_EVERY or (received and now - flushed >= FLUSH_SECONDS):
                 flush()
-            if now - checked >= STOP_CHECK_SECONDS:
+            if not stopping and now - checked >= STOP_CHECK_SECONDS:
                 checked = now
-                if should_stop():
-                    raise JobCancelled()
+                stopping = should_stop()  # then no new call starts; those in flight finish and are kept
         flush()
     except BaseException:
         for task in pending:
@@ -265,4 +265,6 @@ def _drive(
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         flush()
         raise
+    if stopping:
+        raise JobCancelled()
     return failures

@@ -379,7 +379,8 @@ def judge_run(
     totals = {**outcome.totals(config.price or {}), "failed_rows": failed_rows}
     if created:
         totals["dropped_metrics"] = dropped
-        Run.objects.filter(pk=new.pk).update(metadata={**new.metadata, "judging": totals})
+        new.metadata = {**new.metadata, "judging": totals}
+        Run.objects.filter(pk=new.pk).update(metadata=new.metadata)
     message = (
         f"Created run {name!r}: {run.name} re-scored by judge {config.label} ({totals['calls']:,} calls made, "
         f"{totals['from_cache']:,} answers from the cache, {totals['prompt_tokens'] + totals['completion_tokens']:,} tokens"
