@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from .api import EvalOwnerAPIView, JobOutput, _accepted, _page, _valid
 from .jobs import JudgeRunParams, RescoreParams, request_judge_run, request_rescore_baseline
 from .models import Comparison, Job, JudgeConfig, Run
+from .selectors import run_by_ref
 from .services.jobs import job_cancel, job_snapshot
 from .services.judge_configs import judge_config_as_dict, judge_config_create
 from .services.judge_fitness import judge_validation, judge_validations
@@ -135,24 +136,36 @@ class RescoreApi(EvalOwnerAPIView):
     parser_classes = [JSONParser]
 
     class RescoreInput(serializers.Serializer):
+        base = serializers.CharField(help_text="run name or #id")
+        candidate = serializers.CharField(help_text="run name or #id")
+        evalset = serializers.CharField(required=False, help_text="NAME or NAME@VERSION, when run names repeat")
+        comparison = serializers.IntegerField(required=False, help_text="a comparison whose options to keep")
         claims = serializers.ChoiceField(choices=CLAIM_MODES, default="keep")
 
     @extend_schema(
         request=RescoreInput,
         responses={202: JobOutput},
-        summary="Re-score the older run of a comparison with the newer run's judge, then compare again (a job)",
+        summary="Re-score the older of two runs with the newer run's judge, then compare them (a job)",
     )
-    def post(self, request: Request, comparison_id: int) -> Response:
-        comparison = get_object_or_404(Comparison, pk=comparison_id)
+    def post(self, request: Request) -> Response:
         data = _valid(self.RescoreInput, request.data)
-        return _accepted(request_rescore_baseline, rescore_params(comparison, claims=data["claims"]), request)
+        try:
+            base = run_by_ref(data["base"], evalset=data.get("evalset"))
+            candidate = run_by_ref(data["candidate"], evalset=data.get("evalset"))
+        except UserFacingError as error:
+            return Response({"detail": str(error)}, status=400)
+        comparison = Comparison.objects.filter(pk=data.get("comparison")).first() if data.get("comparison") else None
+        params = rescore_params(base=base, candidate=candidate, comparison=comparison, claims=data["claims"])
+        return _accepted(request_rescore_baseline, params, request)
 
 
-def rescore_params(comparison: Comparison, *, claims: str) -> RescoreParams:
-    """Re-score with the options of the comparison that was refused for different judges."""
+def rescore_params(*, base: Run, candidate: Run, comparison: Comparison | None, claims: str) -> RescoreParams:
+    """Re-score ``base`` against ``candidate``, with the options of the comparison that left judge metrics out."""
+    if comparison is None or {comparison.base_id, comparison.candidate_id} != {base.pk, candidate.pk}:
+        return RescoreParams(base=base.pk, candidate=candidate.pk, claims=claims)
     return RescoreParams(
-        base=comparison.base_id,
-        candidate=comparison.candidate_id,
+        base=base.pk,
+        candidate=candidate.pk,
         slice_by=comparison.slice_by or None,
         margins=dict(comparison.margins),
         lower_is_better=sorted({d.metric for d in comparison.decisions.all() if not d.higher_is_better}),

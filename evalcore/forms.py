@@ -162,3 +162,16 @@ class JudgeRunForm(forms.Form):
 
         super().__init__(*args, **kwargs)
         self.fields["judge_config"].queryset = JudgeConfig.objects.exclude(endpoint_kind="").order_by("name")
+
+
+class RescoreForm(forms.Form):
+    base = forms.ModelChoiceField(queryset=Run.objects.all())
+    candidate = forms.ModelChoiceField(queryset=Run.objects.all())
+    comparison = forms.ModelChoiceField(queryset=None, required=False)
+    claims = forms.ChoiceField(choices=[("keep", "keep"), ("split", "split")], initial="keep")
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        from .models import Comparison
+
+        super().__init__(*args, **kwargs)
+        self.fields["comparison"].queryset = Comparison.objects.all()

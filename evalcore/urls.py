@@ -19,5 +19,5 @@ urlpatterns = [
     path("judges/", judges.judge_list, name="judges"),
     path("judges/<int:config_id>/", judges.judge_detail, name="judge"),
     path("runs/<int:run_id>/judge/", judges.judge_run_page, name="judge-run"),
-    path("comparisons/<int:comparison_id>/rescore/", judges.rescore, name="rescore"),
+    path("compare/rescore/", judges.rescore, name="rescore"),
 ]

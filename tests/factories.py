@@ -89,7 +89,14 @@ def make_literal_run(*, folder: Path, n: int = 8, evalset: str = "lit", name: st
         plan = f"p{i:03d}"
         second = f"Plan {plan} ships worldwide." if i % 4 == 0 else f"Plan {plan} ships overnight."
         first = f"Plan {plan} refunds within thirty days."
-        questions.append({"id": qid_of(i), "question": f"What does plan {plan} offer?", "type": TYPES[i % 3]})
+        questions.append(
+            {
+                "id": qid_of(i),
+                "question": f"What does plan {plan} offer?",
+                "type": TYPES[i % 3],
+                "gold": [{"doc": f"doc-{plan}", "grade": 1}],
+            }
+        )
         rows.append(
             {
                 "id": qid_of(i),

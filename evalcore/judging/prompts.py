@@ -56,7 +56,9 @@ def template_fields(template: str, *, what: str) -> set[str]:
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as error:
-        raise TemplateError(f"the {what} is not a valid template ({error}); write a literal brace as {{{{ or }}}}") from None
+        raise TemplateError(
+            f"the {what} is not a valid template ({error}); write a literal brace as {{{{ or }}}}"
+        ) from None
     fields = set()
     for _, name, spec, conversion in parsed:
         if name is None:

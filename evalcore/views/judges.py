@@ -12,9 +12,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..api_judges import rescore_params
-from ..forms import JudgeConfigForm, JudgeRunForm
+from ..forms import JudgeConfigForm, JudgeRunForm, RescoreForm
 from ..jobs import JudgeRunParams, request_judge_run, request_rescore_baseline
-from ..models import Comparison, Job, JudgeConfig, Run
+from ..models import Job, JudgeConfig, Run
 from ..services.jobs import job_cancel
 from ..services.judge_configs import judge_config_as_dict, judge_config_create
 from ..services.judge_fitness import judge_validation, judge_validations
@@ -85,14 +85,24 @@ def judge_run_page(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_POST
 @eval_owner_required
-def rescore(request: HttpRequest, comparison_id: int) -> HttpResponse:
-    comparison = get_object_or_404(Comparison, pk=comparison_id)
-    claims = request.POST.get("claims", "keep")
+def rescore(request: HttpRequest) -> HttpResponse:
+    """Re-score the older of two runs with the newer run's judge, then compare (the comparison's options kept)."""
+    form = RescoreForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose the two runs to re-score and compare.")
+        return redirect("evalcore:compare")
+    data = form.cleaned_data
+    comparison = data.get("comparison")
     try:
-        job = request_rescore_baseline(params=rescore_params(comparison, claims=claims), user=request.user)
+        params = rescore_params(
+            base=data["base"], candidate=data["candidate"], comparison=comparison, claims=data["claims"]
+        )
+        job = request_rescore_baseline(params=params, user=request.user)
     except UserFacingError as error:
         messages.error(request, f"Could not re-score the baseline: {error}")
-        return redirect("evalcore:comparison", comparison.pk)
+        if comparison is not None:
+            return redirect("evalcore:comparison", comparison.pk)
+        return redirect(reverse("evalcore:compare") + f"?base={data['base'].pk}&candidate={data['candidate'].pk}")
     return redirect("evalcore:job", job.pk)
 
 
