@@ -19,8 +19,10 @@ def run_job(job_id: int) -> str:
 
 
 @worker_ready.connect
-def resume_stale_jobs(**kwargs: object) -> None:
-    """A worker that starts queues again the judge jobs whose worker died (they resume from the cache)."""
+def resume_stale_jobs(sender: object = None, **kwargs: object) -> None:
+    """A worker that starts queues again, on a queue it reads, the judge jobs whose worker died (they resume
+    from the cache)."""
     from .services.jobs import jobs_resume_stale
 
-    jobs_resume_stale()
+    queues = getattr(getattr(sender, "task_consumer", None), "queues", None) or []
+    jobs_resume_stale(queue=queues[0].name if queues else None)

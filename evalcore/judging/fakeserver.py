@@ -104,6 +104,7 @@ class FakeJudge:
     received_at: list[float] = field(default_factory=list)
     _script: list[str] = field(default_factory=list)
     _hold_after: int | None = None
+    _admitted: int = 0
     _released: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -118,7 +119,9 @@ class FakeJudge:
     def hold_after(self, answered: int) -> None:
         """Answer ``answered`` requests, then hold every further request until :meth:`release`."""
         self._released.clear()
-        self._hold_after = answered
+        with self._lock:
+            self._admitted = 0
+            self._hold_after = answered
 
     def release(self) -> None:
         self._hold_after = None
@@ -211,7 +214,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, fake: FakeJudge, record: Received, prompt: str, body: dict, messages: list, answer: dict) -> None:
         fault = fake._fault(prompt)
-        if fake._hold_after is not None and fake.total_answered >= fake._hold_after:
+        with fake._lock:  # admitted requests are counted as they arrive, so exactly ``answered`` get through
+            hold = fake._hold_after is not None and fake._admitted >= fake._hold_after
+            fake._admitted += not hold
+        if hold:
             record.outcome = "held"
             while not fake._released.wait(0.05):
                 pass

@@ -248,8 +248,11 @@ def job_cancel_requested(job_id: int) -> bool:
     return Job.objects.filter(pk=job_id, cancel_requested_at__isnull=False).exists()
 
 
-def jobs_resume_stale() -> list[int]:
-    """Queue again every running job of a resumable kind whose worker stopped reporting (it died); return their ids."""
+def jobs_resume_stale(*, queue: str | None = None) -> list[int]:
+    """Queue again every running job of a resumable kind whose worker stopped reporting (it died); return their ids.
+
+    ``queue``: where to send them (a starting worker sends them to a queue it reads); Celery's default otherwise.
+    """
     stale = timezone.now() - timedelta(seconds=settings.JOB_STALE_SECONDS)
     kinds = [name for name, kind in JOB_KINDS.items() if kind.resumable]
     jobs = list(
@@ -262,7 +265,7 @@ def jobs_resume_stale() -> list[int]:
 
         for job_id in jobs:
             logger.warning("job %s lost its worker; queued again to resume from the cache", job_id)
-            run_job.delay(job_id)
+            run_job.apply_async(args=(job_id,), queue=queue)
     return jobs
 
 
