@@ -156,6 +156,8 @@ class FakeJudge:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    wbufsize = 1 << 16  # headers and body leave in one write (no Nagle / delayed-ACK stall between them)
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
