@@ -91,7 +91,7 @@ class JudgeConfigDetailApi(EvalOwnerAPIView):
 
 
 class JudgeRunInput(serializers.Serializer):
-    judge_config = serializers.IntegerField(min_value=1, help_text="the judge config's id")
+    judge_config = serializers.IntegerField(min_value=1, max_value=2**63 - 1, help_text="the judge config's id")
     claims = serializers.ChoiceField(choices=CLAIM_MODES, default="keep")
     name = serializers.SlugField(max_length=150, required=False, help_text="the new run's name (default RUN-by-CONFIG)")
 

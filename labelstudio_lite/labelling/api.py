@@ -389,7 +389,9 @@ class TryPromptApi(APIView):
     permission_classes = [IsEvalOwner]
 
     class TryPromptInput(serializers.Serializer):
-        base_config = serializers.IntegerField(min_value=1, help_text="the runnable judge config to start from")
+        base_config = serializers.IntegerField(
+            min_value=1, max_value=2**63 - 1, help_text="the runnable config to start from"
+        )
         name = serializers.SlugField(max_length=100, help_text="the new judge config's name")
         export = serializers.IntegerField(required=False, min_value=1, help_text="disagreement export version")
         export_campaign = serializers.SlugField(required=False, help_text="the export's campaign (default this one)")

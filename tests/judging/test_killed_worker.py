@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -20,56 +18,13 @@ from evalcore.jobs import JudgeRunParams, request_judge_run
 from evalcore.models import Job, JudgeCall, Row, Run
 from evalcore.services.judge_configs import judge_config_create
 from evalcore.tasks import run_job
-from tests.evalcore.conftest import subprocess_env
-from tests.evalcore.test_celery_worker import REPO, own_queue, wait_for
+from tests.evalcore.conftest import start_celery_worker, stop_celery_worker
+from tests.evalcore.test_celery_worker import own_queue, wait_for
 from tests.factories import make_literal_run, runnable_judge
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
 ROWS = 40  # 80 claims
-
-
-def start_worker(queue: str, log_path) -> subprocess.Popen:
-    env = subprocess_env(
-        CELERY_BROKER_URL=os.environ["CELERY_BROKER_URL"], CELERY_TASK_ALWAYS_EAGER="0", JOB_STALE_SECONDS="2"
-    )
-    log = open(log_path, "a")  # noqa: SIM115  (closed with the process below)
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "labelstudio_lite",
-            "worker",
-            "--pool",
-            "solo",
-            "-Q",
-            queue,
-            "--loglevel",
-            "INFO",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    worker.log = log  # type: ignore[attr-defined]
-    return worker
-
-
-def stop(worker: subprocess.Popen) -> None:
-    if worker.poll() is None:
-        worker.terminate()
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait(timeout=10)
-    worker.log.close()  # type: ignore[attr-defined]
 
 
 def until(condition, timeout: float, what) -> None:
@@ -88,7 +43,7 @@ def test_a_killed_worker_s_judge_run_resumes_on_the_next_worker_with_no_call_twi
     fake.hold_after(30)
     log_path = tmp_path / "workers.log"
     with own_queue(settings) as queue:
-        first = start_worker(queue, log_path)
+        first = start_celery_worker(queue, log_path, JOB_STALE_SECONDS="2")
         second = None
         try:
             job = request_judge_run(params=JudgeRunParams(run=run.pk, judge_config=config.pk), start=False)
@@ -109,12 +64,12 @@ def test_a_killed_worker_s_judge_run_resumes_on_the_next_worker_with_no_call_twi
             assert Job.objects.get(pk=job.pk).status == "running"  # the dead worker left it running
             time.sleep(2.5)  # its heartbeat goes stale (JOB_STALE_SECONDS=2)
 
-            second = start_worker(queue, log_path)
+            second = start_celery_worker(queue, log_path, JOB_STALE_SECONDS="2")
             finished = wait_for(job.pk, timeout=120)
         finally:
-            stop(first)
+            stop_celery_worker(first)
             if second is not None:
-                stop(second)
+                stop_celery_worker(second)
     log = log_path.read_text()
     assert finished.status == "succeeded", f"{finished.error}\n--- workers ---\n{log[-3000:]}"
     assert "lost its worker" in log

@@ -6,15 +6,13 @@ Exit codes as gate's: 0 pass, 3 review, 4 block, 1 error.
 import json
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from ...jobs import RescoreParams, request_rescore_baseline
 from ...models import Comparison
-from ...selectors import run_by_ref
 from ...services.comparisons import comparison_as_dict
 from ...services.judge_runs import CLAIM_MODES
-from ...services.problems import UserFacingError
-from ..cli import run_job_cli
+from ..cli import base_and_candidate, run_job_cli
 from .gate import EXIT, render_table
 
 
@@ -32,11 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
     def handle(self, *args, **options):
-        try:
-            base = run_by_ref(options["base"], evalset=options["evalset"])
-            candidate = run_by_ref(options["candidate"], evalset=options["evalset"])
-        except UserFacingError as error:
-            raise CommandError(str(error)) from None
+        base, candidate = base_and_candidate(options)
         params = RescoreParams(base=base.pk, candidate=candidate.pk, claims=options["claims"])
         result = run_job_cli(
             request_rescore_baseline, params=params, label="re-score", stderr=self.stderr, quiet=options["json"]
