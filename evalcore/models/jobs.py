@@ -64,14 +64,6 @@ class Job(models.Model):
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED, self.Status.CANCELLED)
 
     @property
-    def eta_seconds(self) -> float | None:
-        """Seconds left at the pace so far, while it runs with a known total (None otherwise)."""
-        if self.finished or not self.total or not self.done or self.started_at is None:
-            return None
-        elapsed = (timezone.now() - self.started_at).total_seconds()
-        return max(0.0, elapsed * (self.total - self.done) / self.done)
-
-    @property
     def percent(self) -> int | None:
         if not self.total:
             return None
