@@ -16,6 +16,7 @@ from evalcore.models import Job, JudgeCall, Row, Run
 from evalcore.services.jobs import JobCancelled, job_cancel, job_run
 from evalcore.services.judge_runs import judge_run, judge_run_estimate
 from evalcore.services.problems import UserFacingError
+from tests.factories import make_literal_run
 
 from .test_faults import EXPECTED, faithfulness
 
@@ -81,15 +82,18 @@ def test_a_stopped_run_resumes_from_the_cache_without_calling_twice(judge, liter
     assert not fake_judge.fake.answered_twice() and faithfulness(result.run) == EXPECTED
 
 
-def test_cancelling_a_running_job_stops_it_between_batches_and_asking_again_resumes(judge, literal_run, fake_judge):
-    fake_judge.fake.latency = 0.3  # 16 calls, 4 at a time: the stop check (each second) comes before the end
+def test_cancelling_a_running_job_stops_it_between_batches_and_asking_again_resumes(judge, fake_judge, tmp_path):
+    literal_run = make_literal_run(folder=tmp_path / "long", n=24, evalset="long")
+    fake_judge.fake.latency = (
+        0.3  # 48 calls, 4 at a time (3.6 s): the stop check (each second) comes well before the end
+    )
     job = request_judge_run(params=JudgeRunParams(run=literal_run.pk, judge_config=judge.pk), start=False)
     Job.objects.filter(pk=job.pk).update(cancel_requested_at=timezone.now())
 
     cancelled = job_run(job.pk)
 
     assert cancelled.status == "cancelled" and cancelled.result == {"cancelled": True}
-    assert 0 < JudgeCall.objects.count() < 16
+    assert 0 < JudgeCall.objects.count() < 48
     again = request_judge_run(params=JudgeRunParams(run=literal_run.pk, judge_config=judge.pk))
     again.refresh_from_db()
     assert again.status == "succeeded" and again.result["from_cache"] > 0 and not fake_judge.fake.answered_twice()
