@@ -102,6 +102,7 @@ class FakeJudge:
     in_flight: int = 0
     max_in_flight: int = 0
     received_at: list[float] = field(default_factory=list)
+    rate_limited_at: list[float] = field(default_factory=list)  # when each 429 was sent
     _script: list[str] = field(default_factory=list)
     _hold_after: int | None = None
     _admitted: int = 0
@@ -236,6 +237,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         record.outcome = "answered" if fault in ("ok", "slow") else fault
         if fault == "429":
+            fake.rate_limited_at.append(time.monotonic())
             self._send(
                 429, b'{"error": {"message": "rate limited", "type": "rate_limit"}}', {"Retry-After": fake.retry_after}
             )

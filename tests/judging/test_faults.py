@@ -70,9 +70,9 @@ def test_a_429_waits_for_retry_after_and_holds_back_every_request(fake_judge, li
     result = judge_run(run=literal_run, config=config_for(fake_judge, limits={"concurrency": 4}))
 
     assert faithfulness(result.run) == EXPECTED and result.totals["http_requests"] == 17
-    first = fake.received_at[0]
-    later = [t - first for t in fake.received_at[4:]]  # after the three already in flight, nothing for a second
-    assert min(later) >= 0.95 and time.monotonic() - started >= 1.0
+    sent = fake.rate_limited_at[0]  # after the 429, nothing new arrives until its Retry-After has passed
+    assert not [t - sent for t in fake.received_at if 0.1 < t - sent < 0.95]
+    assert max(fake.received_at) - sent >= 0.95 and time.monotonic() - started >= 1.0
 
 
 def test_an_item_that_keeps_failing_is_a_failure_of_that_item_not_of_the_job(db, fake_judge, tmp_path):

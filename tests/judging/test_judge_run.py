@@ -68,18 +68,20 @@ def test_a_re_run_pays_for_no_call_twice(judge, literal_run, fake_judge):
     assert faithfulness(again.run) == faithfulness(kept.run) == EXPECTED
 
 
-def test_a_stopped_run_resumes_from_the_cache_without_calling_twice(judge, literal_run, fake_judge):
-    fake_judge.fake.latency = 0.3  # 16 calls, 4 at a time: the stop check (each second) comes before the end
+def test_a_stopped_run_resumes_from_the_cache_without_calling_twice(judge, fake_judge, tmp_path):
+    literal_run = make_literal_run(folder=tmp_path / "long", n=24, evalset="long")
+    fake_judge.fake.latency = 0.3  # 48 calls, 4 at a time (3.6 s): the stop check (each second) comes before the end
     with pytest.raises(JobCancelled):
         judge_run(run=literal_run, config=judge, should_stop=lambda: fake_judge.fake.total_answered >= 6)
     assert not Run.objects.filter(name="base-by-literal-judge").exists()  # nothing written but the cache
     paid = JudgeCall.objects.count()
-    assert 6 <= paid < 16
+    assert 6 <= paid < 48
 
     result = judge_run(run=literal_run, config=judge)
 
-    assert result.totals["from_cache"] == paid and result.totals["calls"] == 16 - paid
-    assert not fake_judge.fake.answered_twice() and faithfulness(result.run) == EXPECTED
+    assert result.totals["from_cache"] == paid and result.totals["calls"] == 48 - paid
+    expected = {f"q{i:04d}": 1.0 if i % 4 == 0 else 0.5 for i in range(24)}
+    assert not fake_judge.fake.answered_twice() and faithfulness(result.run) == expected
 
 
 def test_cancelling_a_running_job_stops_it_between_batches_and_asking_again_resumes(judge, fake_judge, tmp_path):
