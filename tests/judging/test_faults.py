@@ -134,3 +134,29 @@ def test_retry_after_in_seconds_milliseconds_or_a_date_and_backoff_without_it():
     rng = random.Random(1)
     waits = [backoff(n, rng) for n in range(8)]
     assert 0.25 <= waits[0] <= 0.5 and 4 <= waits[4] <= 8 and max(waits) <= 30
+
+
+def test_tokens_per_minute_are_a_bucket_debited_by_estimates_and_corrected_by_what_was_used():
+    import asyncio
+
+    from evalcore.judging.client import RateLimiter
+
+    now = [0.0]
+    started: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    async def run() -> None:
+        limiter = RateLimiter(requests_per_minute=None, tokens_per_minute=600, clock=lambda: now[0], sleep=sleep)
+        for _ in range(4):  # 300 tokens each: two fit in the full bucket, then 10 tokens a second refill it
+            await limiter.acquire(300)
+            started.append(now[0])
+        limiter.settle(300, 900)  # the last call used 600 more than estimated: the next waits for them
+        await limiter.acquire(300)
+        started.append(now[0])
+
+    asyncio.run(run())
+
+    assert started[:4] == pytest.approx([0.0, 0.0, 30.0, 60.0])
+    assert started[4] == pytest.approx(60.0 + 90.0)
