@@ -1,4 +1,7 @@
-"""``python -m benchmarks [bootstrap|retrieval|gate ...] [--quick]``: run the engine benchmarks."""
+"""``python -m benchmarks [bootstrap|retrieval|gate ...] [--quick]``: run the engine benchmarks.
+
+``python -m benchmarks labelling ...`` and ``python -m benchmarks judge ...`` run the labelling endpoints
+and the judge runner, with options of their own (``--help``)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
         from .labelling import main as labelling_main
 
         return labelling_main(argv[1:])
+    if argv[:1] == ["judge"]:  # the judge runner against the fake judge, with options of its own (--help)
+        from .judge import main as judge_main
+
+        return judge_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument(
         "sections",

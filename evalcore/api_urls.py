@@ -1,9 +1,15 @@
 from django.urls import path
 
-from . import api
+from . import api, api_judges
 
 urlpatterns = [
     path("jobs/<int:job_id>/", api.JobDetailApi.as_view(), name="api-job"),
+    path("jobs/<int:job_id>/cancel/", api_judges.JobCancelApi.as_view(), name="api-job-cancel"),
+    path("judge-configs/", api_judges.JudgeConfigListApi.as_view(), name="api-judge-configs"),
+    path("judge-configs/<int:config_id>/", api_judges.JudgeConfigDetailApi.as_view(), name="api-judge-config"),
+    path("runs/<int:run_id>/judge/", api_judges.JudgeRunApi.as_view(), name="api-judge-run"),
+    path("runs/<int:run_id>/judge/estimate/", api_judges.JudgeEstimateApi.as_view(), name="api-judge-estimate"),
+    path("rescore/", api_judges.RescoreApi.as_view(), name="api-rescore"),
     path("evalsets/", api.EvalSetListApi.as_view(), name="api-evalsets"),
     path("evalsets/import/", api.EvalSetImportApi.as_view(), name="api-evalset-import"),
     path("evalsets/<slug:name>/versions/<int:number>/questions/", api.QuestionListApi.as_view(), name="api-questions"),

@@ -121,3 +121,57 @@ class RowFilterForm(forms.Form):
     high = forms.FloatField(required=False)
     q = forms.CharField(required=False, max_length=200)
     page = forms.IntegerField(required=False, min_value=1)
+
+
+class JudgeConfigForm(forms.Form):
+    config = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 14, "class": "mono"}),
+        label="Judge config (JSON)",
+        help_text="name, endpoint_kind, base_url, api_key_env (the variable's NAME, never the key), model, prompt, "
+        "claim_prompt, temperature, seed, max_tokens, few_shot, limits, price. See the README.",
+    )
+    file = forms.FileField(required=False, help_text="... or a JSON file.")
+
+    def clean(self) -> dict:
+        data = super().clean()
+        upload = data.get("file")
+        text = upload.read().decode("utf-8", errors="replace") if upload else data.get("config", "")
+        if not text.strip():
+            raise forms.ValidationError("paste the config's JSON or choose a file")
+        data["raw"] = _json_object(text, "judge config")
+        return data
+
+
+class JudgeRunForm(forms.Form):
+    judge_config = forms.ModelChoiceField(
+        queryset=None, label="Judge config", help_text="A runnable config (it names an endpoint kind)."
+    )
+    claims = forms.ChoiceField(
+        choices=[("keep", "keep the row's claims"), ("split", "split each answer into claims first")], initial="keep"
+    )
+    name = forms.CharField(
+        max_length=150,
+        required=False,
+        validators=[validate_slug],
+        help_text="The new run's name (default RUN-by-CONFIG).",
+    )
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        from .models import JudgeConfig
+
+        super().__init__(*args, **kwargs)
+        self.fields["judge_config"].queryset = JudgeConfig.objects.exclude(endpoint_kind="").order_by("name")
+
+
+class RescoreForm(forms.Form):
+    base = forms.ModelChoiceField(queryset=Run.objects.all())
+    candidate = forms.ModelChoiceField(queryset=Run.objects.all())
+    comparison = forms.ModelChoiceField(queryset=None, required=False)
+    claims = forms.ChoiceField(choices=[("keep", "keep"), ("split", "split")], initial="keep")
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        from .models import Comparison
+
+        super().__init__(*args, **kwargs)
+        self.fields["comparison"].queryset = Comparison.objects.all()

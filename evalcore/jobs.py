@@ -1,4 +1,4 @@
-"""evalcore's job kinds: import an eval set, import a run, compare and gate.
+"""evalcore's job kinds: import an eval set, import a run, compare and gate, judge a run, re-score a baseline.
 
 Each kind has a frozen parameters dataclass (stored as the job's params), one request function
 that every door calls (page, API, CLI) and that refuses what it can refuse before a job exists,
@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .models import Job, Run
+from .models import Job, JudgeConfig, Run
 from .selectors import NotFound, version_by_ref
 from .services.comparisons import SLICE_COLUMN, check_margins, compare_runs, comparison_check
 from .services.evalsets import EvalSetImportResult, evalset_import
-from .services.jobs import Progress, job_request, register_job_kind
+from .services.jobs import Progress, job_cancel_requested, job_request, register_job_kind
 from .services.judge_configs import normalize_judge_config
 from .services.judge_fitness import check_judge_policy
+from .services.judge_runs import default_name, judge_run, judge_run_check, rescore_plan
 from .services.names import check_name
 from .services.problems import ImportFailed, ImportProblem, UserFacingError
 from .services.readers import detect_format
@@ -26,6 +27,8 @@ from .services.runs import GAINS, run_import
 IMPORT_EVALSET = "import_evalset"
 IMPORT_RUN = "import_run"
 GATE = "gate"
+JUDGE_RUN = "judge_run"
+RESCORE_BASELINE = "rescore_baseline"
 
 
 def _path(value: str | None) -> Path | None:
@@ -188,6 +191,10 @@ def request_gate(*, params: GateParams, user: Any = None, start: bool = True) ->
 @register_job_kind(name=GATE, label="Compare and gate", params=GateParams)
 def _gate(params: GateParams, job: Job, progress: Progress) -> dict[str, Any]:
     base, candidate = _runs(params)
+    return _compare(params, base, candidate, job, progress)
+
+
+def _compare(params: GateParams, base: Run, candidate: Run, job: Job, progress: Progress) -> dict[str, Any]:
     outcome = compare_runs(
         base=base,
         candidate=candidate,
@@ -201,3 +208,93 @@ def _gate(params: GateParams, job: Job, progress: Progress) -> dict[str, Any]:
         progress=progress,
     )
     return {"comparison_id": outcome.comparison.pk, "overall": outcome.report.overall}
+
+
+# ----------------------------------------------------------------------------------------------
+# Judge a run with a runnable judge config (a new run with lineage)
+# ----------------------------------------------------------------------------------------------
+
+
+def _config(pk: int) -> JudgeConfig:
+    config = JudgeConfig.objects.filter(pk=pk).first()
+    if config is None:
+        raise NotFound(f"there is no judge config with id {pk}")
+    return config
+
+
+def _run(pk: int) -> Run:
+    run = Run.objects.select_related("version__eval_set", "judge_config").filter(pk=pk).first()
+    if run is None:
+        raise NotFound(f"there is no run with id {pk}")
+    return run
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgeRunParams:
+    run: int
+    judge_config: int
+    claims: str = "keep"  # keep the row's claims, or split the answer into claims first
+    name: str | None = None  # default: RUN-by-CONFIG
+
+
+def request_judge_run(*, params: JudgeRunParams, user: Any = None, start: bool = True) -> Job:
+    """Accept judging a run as a job, or refuse it at once (judge not runnable, no claim prompt, name taken)."""
+    judge_run_check(run=_run(params.run), config=_config(params.judge_config), claims=params.claims, name=params.name)
+    return job_request(kind=JUDGE_RUN, params=params, user=user, start=start)
+
+
+@register_job_kind(name=JUDGE_RUN, label="Judge a run", params=JudgeRunParams, resumable=True)
+def _judge_run(params: JudgeRunParams, job: Job, progress: Progress) -> dict[str, Any]:
+    result = judge_run(
+        run=_run(params.run),
+        config=_config(params.judge_config),
+        claims=params.claims,
+        name=params.name,
+        user=job.created_by,
+        progress=progress,
+        should_stop=lambda: job_cancel_requested(job.pk),
+    )
+    return {"message": result.message, "run_id": result.run.pk, "created": result.created, **result.totals}
+
+
+# ----------------------------------------------------------------------------------------------
+# Re-score the baseline: the older run of a comparison, with the newer run's judge; then compare
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RescoreParams(GateParams):
+    claims: str = "keep"
+
+
+def request_rescore_baseline(*, params: RescoreParams, user: Any = None, start: bool = True) -> Job:
+    """Accept re-scoring the older run with the newer run's judge and comparing, or refuse it at once."""
+    base, candidate = _runs(params)
+    older, config = rescore_plan(base=base, candidate=candidate)
+    check_margins(margin=params.margin, margins=params.margins)
+    if params.judge_policy is not None:
+        check_judge_policy(params.judge_policy)
+    existing = Run.objects.filter(version=older.version, name=default_name(older, config)).first()
+    if existing is None or existing.derived_from_id != older.pk:
+        judge_run_check(run=older, config=config, claims=params.claims, name=None)
+    return job_request(kind=RESCORE_BASELINE, params=params, user=user, start=start)
+
+
+@register_job_kind(name=RESCORE_BASELINE, label="Re-score the baseline", params=RescoreParams, resumable=True)
+def _rescore_baseline(params: RescoreParams, job: Job, progress: Progress) -> dict[str, Any]:
+    base, candidate = _runs(params)
+    older, config = rescore_plan(base=base, candidate=candidate)
+    rescored = judge_run(
+        run=older,
+        config=config,
+        claims=params.claims,
+        user=job.created_by,
+        progress=progress,
+        should_stop=lambda: job_cancel_requested(job.pk),
+    )
+    if older.pk == base.pk:
+        base = rescored.run
+    else:
+        candidate = rescored.run
+    compared = _compare(params, base, candidate, job, progress)
+    return {**compared, "message": rescored.message, "rescored_run_id": rescored.run.pk, **rescored.totals}

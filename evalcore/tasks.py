@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_ready
 
 
 @shared_task(name="evalcore.run_job", acks_late=True)
@@ -15,3 +16,13 @@ def run_job(job_id: int) -> str:
         return "skipped"
     job = job_run(job_id)
     return job.status if job else "skipped"
+
+
+@worker_ready.connect
+def resume_stale_jobs(sender: object = None, **kwargs: object) -> None:
+    """A worker that starts queues again, on a queue it reads, the judge jobs whose worker died (they resume
+    from the cache)."""
+    from .services.jobs import jobs_resume_stale
+
+    queues = getattr(getattr(sender, "task_consumer", None), "queues", None) or []
+    jobs_resume_stale(queue=queues[0].name if queues else None)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import comparisons, evalsets, jobs, runs
+from .views import comparisons, evalsets, jobs, judges, runs
 
 app_name = "evalcore"
 
@@ -15,4 +15,9 @@ urlpatterns = [
     path("comparisons/<int:comparison_id>/", comparisons.comparison_detail, name="comparison"),
     path("jobs/", jobs.job_list, name="jobs"),
     path("jobs/<int:job_id>/", jobs.job_detail, name="job"),
+    path("jobs/<int:job_id>/cancel/", judges.cancel_job, name="job-cancel"),
+    path("judges/", judges.judge_list, name="judges"),
+    path("judges/<int:config_id>/", judges.judge_detail, name="judge"),
+    path("runs/<int:run_id>/judge/", judges.judge_run_page, name="judge-run"),
+    path("compare/rescore/", judges.rescore, name="rescore"),
 ]

@@ -182,6 +182,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # In embedded mode, long tasks started from a web request run in a background thread of the
 # server process so the request returns at once; tests turn this off to run them inline.
 EMBEDDED_TASKS_IN_THREAD = envbool("EMBEDDED_TASKS_IN_THREAD", True)
+# A running job of a resumable kind (the judge jobs) whose worker has not reported for this long
+# lost its worker: a worker that starts queues it again, and it resumes from the judge cache.
+JOB_STALE_SECONDS = envint("JOB_STALE_SECONDS", 120, minimum=1)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -101,3 +101,13 @@ def owner_client(client, owner):
 def annotator_client(client, annotator):
     client.force_login(annotator)
     return client
+
+
+@pytest.fixture
+def fake_judge():
+    """The deterministic OpenAI-compatible fake judge on loopback, started for the test and stopped after it
+    (``.base_url`` to point a config at; ``.fake`` holds its counters and takes faults)."""
+    from evalcore.judging.fakeserver import FakeJudge, FakeJudgeServer
+
+    with FakeJudgeServer(FakeJudge()) as server:
+        yield server

@@ -62,6 +62,56 @@ TUNED_JUDGE: dict[str, Any] = {
 }
 
 
+def runnable_judge(base_url: str, **changes: Any) -> dict[str, Any]:
+    """A judge config the tool runs, for the fake judge (which reads the ``Context:`` and ``Claim:`` lines)."""
+    return {
+        "name": "literal-judge",
+        "endpoint_kind": "vllm",
+        "base_url": base_url,
+        "model": "fake-judge",
+        "prompt": "Is the claim supported by the context?\nContext:\n{context}\nClaim: {claim}",
+        "claim_prompt": "Split the answer into atomic claims.\nQuestion: {question}\nAnswer: {answer}",
+        "temperature": 0.0,
+        "seed": 7,
+        "max_tokens": 200,
+        "limits": {"concurrency": 4, "max_retries": 3, "timeout_seconds": 5},
+        "price": {"input_per_1k": 0.5, "output_per_1k": 1.5},
+        **changes,
+    }
+
+
+def make_literal_run(*, folder: Path, n: int = 8, evalset: str = "lit", name: str = "base", **options: Any) -> Run:
+    """A run the fake judge scores predictably: row i has two claims; the first is stated in the context, the
+    second only when i is a multiple of 4 (so its faithfulness is 1.0, else 0.5). The run's own judge passed every
+    claim. ``options`` go to ``run_import`` (``judge_config``: JUDGE unless given)."""
+    questions, rows = [], []
+    for i in range(n):
+        plan = f"p{i:03d}"
+        second = f"Plan {plan} ships worldwide." if i % 4 == 0 else f"Plan {plan} ships overnight."
+        first = f"Plan {plan} refunds within thirty days."
+        questions.append(
+            {
+                "id": qid_of(i),
+                "question": f"What does plan {plan} offer?",
+                "type": TYPES[i % 3],
+                "gold": [{"doc": f"doc-{plan}", "grade": 1}],
+            }
+        )
+        rows.append(
+            {
+                "id": qid_of(i),
+                "retrieved": [f"doc-{plan}"],
+                "context_ids": [f"doc-{plan}", f"doc-{plan}-b"],
+                "context": [first, f"Plan {plan} ships worldwide."],
+                "answer": f"{first} {second}",
+                "claims": [{"text": first, "supported": True}, {"text": second, "supported": True}],
+                "scores": {"answer_relevance": 4},
+            }
+        )
+    make_eval_set(folder=folder, questions=questions, name=evalset)
+    return make_run(folder=folder, rows=rows, evalset=evalset, name=name, **{"judge_config": JUDGE, **options})
+
+
 # ----------------------------------------------------------------------------------------------
 # Eval sets and runs
 # ----------------------------------------------------------------------------------------------

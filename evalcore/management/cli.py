@@ -80,3 +80,15 @@ def run_import_cli(
     result = run_job_cli(request, params=params, label=f"import {path.name}", stderr=command.stderr, quiet=quiet)
     command.stdout.write(result["message"])
     return result
+
+
+def base_and_candidate(options: dict[str, Any]) -> tuple[Any, Any]:
+    """The runs ``--base`` and ``--candidate`` name (within ``--evalset`` when given); CommandError if either is unknown."""
+    from ..selectors import run_by_ref
+
+    try:
+        base = run_by_ref(options["base"], evalset=options["evalset"])
+        candidate = run_by_ref(options["candidate"], evalset=options["evalset"])
+    except UserFacingError as error:
+        raise CommandError(str(error)) from None
+    return base, candidate

@@ -3,7 +3,8 @@
 from .evalsets import EvalSet, EvalSetVersion, FrozenError, Question
 from .gates import Comparison, GateDecisionRecord
 from .jobs import Job
-from .runs import JudgeConfig, Row, Run, RunChunk
+from .judges import JudgeCall, JudgeConfig
+from .runs import Row, Run, RunChunk
 
 __all__ = [
     "Comparison",
@@ -12,6 +13,7 @@ __all__ = [
     "FrozenError",
     "GateDecisionRecord",
     "Job",
+    "JudgeCall",
     "JudgeConfig",
     "Question",
     "Row",

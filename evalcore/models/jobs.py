@@ -20,6 +20,7 @@ class Job(models.Model):
         RUNNING = "running", "Running"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
 
     kind = models.CharField(max_length=32)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
@@ -35,12 +36,17 @@ class Job(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True, help_text="Someone asked to stop it.")
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="The worker running it was last seen alive (a stale one died)."
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(status__in=["queued", "running", "succeeded", "failed"]), name="job_status_valid"
+                condition=models.Q(status__in=["queued", "running", "succeeded", "failed", "cancelled"]),
+                name="job_status_valid",
             ),
         ]
 
@@ -55,7 +61,7 @@ class Job(models.Model):
 
     @property
     def finished(self) -> bool:
-        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED, self.Status.CANCELLED)
 
     @property
     def percent(self) -> int | None:

@@ -6,44 +6,12 @@ need them. A run's rows are written once, by the import service, and then only r
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 from .evalsets import EvalSetVersion, Question
-
-
-class JudgeConfig(models.Model):
-    """Everything that can change a judge's output, pinned and stored once.
-
-    Runs that used the same judge share one row (``config_hash`` is unique). Scores from
-    different judge configs are never compared: re-score the baseline with the new judge first.
-    """
-
-    model = models.CharField(max_length=200)
-    model_version = models.CharField(max_length=200, blank=True)
-    prompt = models.TextField(blank=True)
-    prompt_hash = models.CharField(max_length=64)
-    temperature = models.FloatField(null=True, blank=True)
-    claim_splitting = models.CharField(max_length=200, blank=True, help_text="How answers are split into claims.")
-    library_versions = models.JSONField(default=dict, blank=True)
-    extra = models.JSONField(default=dict, blank=True)
-    config_hash = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        version = f"-{self.model_version}" if self.model_version and self.model_version not in self.model else ""
-        return f"{self.model}{version} · prompt {self.prompt_hash[:6]}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            raise ValueError("A judge config is pinned: a changed judge is a new config.")
-        super().save(*args, **kwargs)
+from .judges import JudgeConfig
 
 
 class Run(models.Model):
@@ -52,6 +20,14 @@ class Run(models.Model):
     description = models.TextField(blank=True)
     system_config = models.JSONField(default=dict, blank=True, help_text="Retriever, reranker, chunking, prompt, ...")
     judge_config = models.ForeignKey(JudgeConfig, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    derived_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="derived_runs",
+        help_text="The run whose rows this one re-scored with another judge config (runs are immutable).",
+    )
     k = models.PositiveIntegerField(help_text="Chunks that reach the model after reranking and truncation.")
     gain = models.CharField(max_length=16, default="exponential", choices=[("exponential", "2^g - 1"), ("linear", "g")])
     has_chunk_map = models.BooleanField(default=False)

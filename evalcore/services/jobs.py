@@ -12,6 +12,15 @@ One lifecycle for every job, whoever starts it:
 
 Progress is written to the cache at once (a task may be inside a long transaction, where a row
 update would stay invisible until commit) and to the job row when the task is not inside one.
+
+Cancel and resume (added for the judge jobs; kept small and general):
+
+* :func:`job_cancel` asks a job to stop: a queued job is cancelled at once, a running one when its
+  handler next calls :func:`job_cancel_requested` (between batches) and raises :class:`JobCancelled`;
+* a kind registered ``resumable=True`` (its handler picks up where it stopped, from its own
+  records) is claimed with a conditional ``UPDATE`` and its row's ``heartbeat_at`` is refreshed
+  with every progress report; a running job whose heartbeat is older than ``JOB_STALE_SECONDS``
+  lost its worker, and :func:`jobs_resume_stale` (called when a worker starts) queues it again.
 """
 
 from __future__ import annotations
@@ -21,11 +30,13 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import close_old_connections, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from ..models import Job
@@ -46,18 +57,27 @@ class JobKind:
     label: str
     params: type
     handler: Handler
+    resumable: bool = False
 
 
 JOB_KINDS: dict[str, JobKind] = {}
 
 
-def register_job_kind(*, name: str, label: str, params: type) -> Callable[[Handler], Handler]:
-    """Register ``handler(params, job, progress) -> result`` as the runner of jobs of kind ``name``."""
+class JobCancelled(Exception):
+    """Raised by a handler that found its job was asked to stop (see :func:`job_cancel_requested`)."""
+
+
+def register_job_kind(*, name: str, label: str, params: type, resumable: bool = False) -> Callable[[Handler], Handler]:
+    """Register ``handler(params, job, progress) -> result`` as the runner of jobs of kind ``name``.
+
+    ``resumable``: running the handler again after its worker died continues the work (the
+    judge jobs read their answered calls back from the cache), so a stale job may be re-queued.
+    """
     if not dataclasses.is_dataclass(params):
         raise TypeError(f"the parameters of job kind {name!r} must be a dataclass, got {params!r}")
 
     def register(handler: Handler) -> Handler:
-        JOB_KINDS[name] = JobKind(name, label, params, handler)
+        JOB_KINDS[name] = JobKind(name, label, params, handler, resumable)
         return handler
 
     return register
@@ -142,9 +162,27 @@ def job_run(job_id: int, *, on_progress: Progress = no_progress) -> Job | None:
         record(done, total, message)
         on_progress(done, total, message)
 
-    Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING, started_at=timezone.now(), message="starting")
+    now = timezone.now()
+    if spec.resumable:  # claimed by one worker at a time: queued, or running with a dead worker
+        alive = now - timedelta(seconds=settings.JOB_STALE_SECONDS)
+        claimable = Q(status=Job.Status.QUEUED) | Q(status=Job.Status.RUNNING) & (
+            Q(heartbeat_at__lt=alive) | Q(heartbeat_at__isnull=True)
+        )
+        resumed = job.status == Job.Status.RUNNING
+        claimed = Job.objects.filter(claimable, pk=job_id).update(
+            status=Job.Status.RUNNING,
+            started_at=job.started_at or now,
+            heartbeat_at=now,
+            message="resuming from the cache" if resumed else "starting",
+        )
+        if not claimed:
+            return Job.objects.get(pk=job_id)
+    else:
+        Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING, started_at=now, message="starting")
     try:
         result = spec.handler(spec.params(**job.params), job, progress)
+    except JobCancelled:
+        _finish(job_id, result={"cancelled": True}, status=Job.Status.CANCELLED)
     except ImportFailed as error:
         _finish(job_id, error=str(error), result={"problems": [p.as_dict() for p in error.problems]})
     except UserFacingError as error:
@@ -168,23 +206,67 @@ def progress_reporter(job_id: int) -> Progress:
         last[0] = now
         cache.set(_key(job_id), {"done": done, "total": total, "message": message}, PROGRESS_TTL)
         if not connection.in_atomic_block:
-            Job.objects.filter(pk=job_id).update(done=done, total=total, message=message)
+            Job.objects.filter(pk=job_id).update(done=done, total=total, message=message, heartbeat_at=timezone.now())
 
     return report
 
 
-def _finish(job_id: int, *, result: dict[str, Any] | None = None, error: str = "") -> None:
+def _finish(job_id: int, *, result: dict[str, Any] | None = None, error: str = "", status: str | None = None) -> None:
     progress = cache.get(_key(job_id)) or {}
+    status = status or (Job.Status.FAILED if error else Job.Status.SUCCEEDED)
     Job.objects.filter(pk=job_id).update(
-        status=Job.Status.FAILED if error else Job.Status.SUCCEEDED,
+        status=status,
         result=result or {},
         error=error,
         finished_at=timezone.now(),
-        message="failed" if error else "done",
+        message={Job.Status.FAILED: "failed", Job.Status.CANCELLED: "cancelled"}.get(status, "done"),
         done=progress.get("total") or progress.get("done") or 0,
         total=progress.get("total"),
     )
     cache.delete(_key(job_id))
+
+
+def job_cancel(*, job: Job, user: Any = None) -> Job:
+    """Ask a job to stop: a queued job is cancelled now, a running one at its handler's next check.
+
+    What a cancelled judge job already paid for stays in the cache: running it again resumes.
+    """
+    if job.finished:
+        raise UserFacingError(f"job #{job.pk} has already {job.get_status_display().lower()}; nothing to cancel")
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk, status=Job.Status.QUEUED).update(
+        status=Job.Status.CANCELLED, cancel_requested_at=now, finished_at=now, message="cancelled before it started"
+    )
+    Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, cancel_requested_at__isnull=True).update(
+        cancel_requested_at=now
+    )
+    return Job.objects.get(pk=job.pk)
+
+
+def job_cancel_requested(job_id: int) -> bool:
+    """Whether someone asked the job to stop (handlers check between batches and raise :class:`JobCancelled`)."""
+    return Job.objects.filter(pk=job_id, cancel_requested_at__isnull=False).exists()
+
+
+def jobs_resume_stale(*, queue: str | None = None) -> list[int]:
+    """Queue again every running job of a resumable kind whose worker stopped reporting (it died); return their ids.
+
+    ``queue``: where to send them (a starting worker sends them to a queue it reads); Celery's default otherwise.
+    """
+    stale = timezone.now() - timedelta(seconds=settings.JOB_STALE_SECONDS)
+    kinds = [name for name, kind in JOB_KINDS.items() if kind.resumable]
+    jobs = list(
+        Job.objects.filter(status=Job.Status.RUNNING, kind__in=kinds)
+        .filter(Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
+        .values_list("pk", flat=True)
+    )
+    if jobs and not settings.CELERY_TASK_ALWAYS_EAGER:
+        from ..tasks import run_job
+
+        for job_id in jobs:
+            logger.warning("job %s lost its worker; queued again to resume from the cache", job_id)
+            run_job.apply_async(args=(job_id,), queue=queue)
+    return jobs
 
 
 def job_snapshot(job: Job) -> Job:

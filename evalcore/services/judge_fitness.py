@@ -96,6 +96,10 @@ class JudgeValidationSource(Protocol):
 
     def corrected_pass_rate(self, config: JudgeConfig, run: Run) -> CorrectedPassRate | None: ...
 
+    def validations(self, config: JudgeConfig) -> list[JudgeValidation]:
+        """Every measurement of the config against people, newest first (whether it counts or not)."""
+        ...
+
 
 @dataclass
 class _Registry:
@@ -125,6 +129,14 @@ def judge_validation(config: JudgeConfig | None) -> JudgeValidation:
         config_hash=config.config_hash,
         why_not="no labelling campaign has labels on a run scored by it",
     )
+
+
+def judge_validations(config: JudgeConfig) -> list[JudgeValidation]:
+    """Every campaign that measured the config against people, and how it did (a config page lists them)."""
+    out: list[JudgeValidation] = []
+    for source in _REGISTRY.sources:
+        out.extend(getattr(source, "validations", lambda config: [])(config))
+    return out
 
 
 def corrected_pass_rates(config: JudgeConfig | None, runs: list[Run]) -> list[CorrectedPassRate]:

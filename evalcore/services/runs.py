@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,7 @@ def read_chunk_map(path: Path, display: str | None = None) -> tuple[ChunkMap, li
 
 
 @dataclass
-class _Index:
+class QuestionIndex:
     """The eval set version's questions, by question id (and by text, for Ragas tables)."""
 
     by_qid: dict[str, QuestionInfo]
@@ -81,7 +81,7 @@ class _Index:
     per_slice: dict[str, int]
 
     @classmethod
-    def load(cls, version: EvalSetVersion) -> _Index:
+    def load(cls, version: EvalSetVersion) -> QuestionIndex:
         by_qid: dict[str, QuestionInfo] = {}
         by_text: dict[str, str] = {}
         per_slice: dict[str, int] = {}
@@ -97,7 +97,7 @@ class _Index:
 
 
 def _row_checker(
-    index: _Index, version: EvalSetVersion, fmt: str, chunk_map: ChunkMap | None, k: int | None
+    index: QuestionIndex, version: EvalSetVersion, fmt: str, chunk_map: ChunkMap | None, k: int | None
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """Return the function that validates one record as a row of a run on ``version``."""
 
@@ -129,7 +129,7 @@ def _validated_rows(
     path: Path,
     fmt: str,
     display: str,
-    index: _Index,
+    index: QuestionIndex,
     version: EvalSetVersion,
     chunk_map: ChunkMap | None,
     k: int | None,
@@ -222,7 +222,7 @@ def run_import(
             ]
         )
 
-    index = _Index.load(version)
+    index = QuestionIndex.load(version)
     total = count_records(path, fmt) if fmt != "trec-run" else None
     problems = ProblemCollector(display)
     count = 0
@@ -268,43 +268,16 @@ def run_import(
         )
         for chunk_batch in in_batches((RunChunk(run=run, **c) for c in chunk_rows), 5000):
             RunChunk.objects.bulk_create(chunk_batch)
-        summary_rows: list[tuple[str, dict[str, float | None]]] = []
-        gold_counts = {"unanswerable": 0, "no_gold": 0, "no_relevant_gold": 0}
-        written = 0
         second = ProblemCollector(display)
         rows = (row for _, row in _validated_rows(path, fmt, display, index, version, chunk_map, run_k, second))
-        for batch in in_batches(rows, BATCH):
-            infos = [index.by_qid[row["qid"]] for row in batch]
-            computed = score_rows(batch, infos, k=run_k, gain=gain, chunk_map=chunk_map)
-            objects = []
-            for row, info, scores in zip(batch, infos, computed):
-                merged, metadata = _merge_scores(row, scores)
-                objects.append(
-                    Row(
-                        run=run,
-                        question_id=info.pk,
-                        retrieved=row["retrieved"],
-                        context_ids=row["context_ids"] or [],
-                        context=row["context"],
-                        answer=row["answer"],
-                        declined=row["declined"],
-                        claims=row["claims"],
-                        scores=merged,
-                        metadata=metadata,
-                    )
-                )
-                summary_rows.append((slice_name(info.qtype), merged))
-                gold_counts[gold_kind(info)] = gold_counts.get(gold_kind(info), 0) + 1
-            Row.objects.bulk_create(objects)
-            written += len(objects)
-            progress(count + written, 2 * count, "scoring and writing")
+        store_rows(
+            run,
+            rows,
+            index,
+            chunk_map=chunk_map,
+            progress=lambda written: progress(count + written, 2 * count, "scoring and writing"),
+        )
         second.raise_if_any()  # the file changed between passes
-        run.row_count = written
-        run.summary = {
-            **build_summary(summary_rows, k=run_k, questions_per_slice=index.per_slice),
-            "retrieval_gold": {kind: n for kind, n in gold_counts.items() if kind != "relevant"},
-        }
-        run.save(update_fields=["row_count", "summary"])
         return run
 
     run, created = create_once(
@@ -319,6 +292,51 @@ def run_import(
     return RunImportResult(
         run, True, f"Created run {name!r} on {version.label}: {coverage}, k={run_k}.{gold_note(run.summary)}"
     )
+
+
+def store_rows(
+    run: Run,
+    rows: Iterable[dict[str, Any]],
+    index: QuestionIndex,
+    *,
+    chunk_map: ChunkMap | None,
+    progress: Callable[[int], None] = lambda written: None,
+) -> None:
+    """Score rows (as :func:`~.run_rows.normalize_row` gives them) in batches, write them, then the run's count and summary."""
+    summary_rows: list[tuple[str, dict[str, float | None]]] = []
+    gold_counts = {"unanswerable": 0, "no_gold": 0, "no_relevant_gold": 0}
+    written = 0
+    for batch in in_batches(rows, BATCH):
+        infos = [index.by_qid[row["qid"]] for row in batch]
+        computed = score_rows(batch, infos, k=run.k, gain=run.gain, chunk_map=chunk_map)
+        objects = []
+        for row, info, scores in zip(batch, infos, computed):
+            merged, metadata = _merge_scores(row, scores)
+            objects.append(
+                Row(
+                    run=run,
+                    question_id=info.pk,
+                    retrieved=row["retrieved"],
+                    context_ids=row["context_ids"] or [],
+                    context=row["context"],
+                    answer=row["answer"],
+                    declined=row["declined"],
+                    claims=row["claims"],
+                    scores=merged,
+                    metadata=metadata,
+                )
+            )
+            summary_rows.append((slice_name(info.qtype), merged))
+            gold_counts[gold_kind(info)] = gold_counts.get(gold_kind(info), 0) + 1
+        Row.objects.bulk_create(objects)
+        written += len(objects)
+        progress(written)
+    run.row_count = written
+    run.summary = {
+        **build_summary(summary_rows, k=run.k, questions_per_slice=index.per_slice),
+        "retrieval_gold": {kind: n for kind, n in gold_counts.items() if kind != "relevant"},
+    }
+    run.save(update_fields=["row_count", "summary"])
 
 
 def gold_kind(question: QuestionInfo) -> str:

@@ -12,7 +12,8 @@ Conventions (shown on the run page and in docs/formats.md):
 * **Unanswerable** questions get no retrieval scores (None) and are scored on ``abstention``:
   1 if the system declined, 0 if it answered. Answerable questions have no abstention score.
 * **Faithfulness** is the fraction of the answer's claims the judge found supported; None when
-  there are no claims or the system declined (refusals are scored by abstention instead).
+  there are no claims or the system declined (refusals are scored by abstention instead), and
+  when the judge gave no verdict on one of the claims (a failed call of a judge run by the tool).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def gold_for(question: QuestionInfo, chunk_map: ChunkMap | None) -> tuple[dict[s
 
 
 def faithfulness_of(claims: list[dict[str, Any]], declined: bool) -> float | None:
-    if declined or not claims:
+    if declined or not claims or any(not isinstance(claim.get("supported"), bool) for claim in claims):
         return None
     return sum(1 for claim in claims if claim.get("supported")) / len(claims)
 

@@ -61,7 +61,9 @@ def _summary_table(run: Run) -> list[dict]:
 @require_GET
 @eval_owner_required
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(Run.objects.select_related("version__eval_set", "judge_config", "created_by"), pk=run_id)
+    run = get_object_or_404(
+        Run.objects.select_related("version__eval_set", "judge_config", "created_by", "derived_from"), pk=run_id
+    )
     metrics = run.summary.get("metrics", [])
     context = {
         "run": run,

@@ -12,10 +12,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evalcore.api import JobOutput
+from evalcore.api import _accepted as job_accepted
 from evalcore.services.problems import UserFacingError
 from labelstudio_lite.accounts.access import IsEvalOwner
 
 from .access import campaign_for_labelling, campaign_for_owner, verdict_set_for
+from .jobs import TryPromptParams, request_try_prompt
 from .models import Campaign, Label
 from .selectors import (
     NotFound,
@@ -380,3 +383,29 @@ class ExportListApi(APIView):
             },
             status=201,
         )
+
+
+class TryPromptApi(APIView):
+    permission_classes = [IsEvalOwner]
+
+    class TryPromptInput(serializers.Serializer):
+        base_config = serializers.IntegerField(
+            min_value=1, max_value=2**63 - 1, help_text="the runnable config to start from"
+        )
+        name = serializers.SlugField(max_length=100, help_text="the new judge config's name")
+        export = serializers.IntegerField(required=False, min_value=1, help_text="disagreement export version")
+        export_campaign = serializers.SlugField(required=False, help_text="the export's campaign (default this one)")
+        prompt = serializers.CharField(required=False, trim_whitespace=False, help_text="the edited verdict prompt")
+        claims = serializers.ChoiceField(choices=["keep", "split"], default="keep")
+
+    @extend_schema(
+        request=TryPromptInput,
+        responses={202: JobOutput},
+        summary="Try a tuned prompt: a new judge config judges the held-out items, then the re-measurement opens (a job)",
+    )
+    def post(self, request: Request, name: str) -> Response:
+        campaign = campaign_for_owner(request.user, name)
+        data = self.TryPromptInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = TryPromptParams(campaign=campaign.name, **data.validated_data)
+        return job_accepted(request_try_prompt, params, request)

@@ -13,4 +13,5 @@ urlpatterns = [
     path("campaigns/<slug:name>/judge-report/", api.JudgeReportApi.as_view(), name="api-judge-report"),
     path("campaigns/<slug:name>/remeasure/", api.RemeasureApi.as_view(), name="api-remeasure"),
     path("campaigns/<slug:name>/exports/", api.ExportListApi.as_view(), name="api-exports"),
+    path("campaigns/<slug:name>/try-prompt/", api.TryPromptApi.as_view(), name="api-try-prompt"),
 ]

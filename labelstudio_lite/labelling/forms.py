@@ -8,7 +8,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.core.validators import validate_slug
 
-from evalcore.models import Run
+from evalcore.models import JudgeConfig, Run
 
 from .models import Campaign, Label
 from .services.exports import DISAGREEMENT_FORMATS
@@ -109,3 +109,39 @@ class VerdictImportForm(forms.Form):
 class FreshHeldoutForm(forms.Form):
     name = forms.SlugField(max_length=100)
     size = forms.IntegerField(min_value=1, initial=200)
+
+
+class TryPromptForm(forms.Form):
+    base_config = forms.ModelChoiceField(
+        queryset=JudgeConfig.objects.exclude(endpoint_kind="").order_by("name"),
+        label="Start from",
+        help_text="A runnable judge config: the tuned one is it with your prompt and examples.",
+    )
+    export = forms.ChoiceField(
+        required=False, label="Few-shot examples", help_text="A disagreement export (tuning split only)."
+    )
+    prompt = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 6, "class": "mono"}),
+        label="Verdict prompt",
+        help_text="Fields: {question} {context} {answer} {claim}. Empty: the starting config's.",
+    )
+    name = forms.SlugField(max_length=100, label="New config name")
+    claims = forms.ChoiceField(
+        choices=[("keep", "keep each answer's claims"), ("split", "split answers into claims")], initial="keep"
+    )
+
+    def __init__(self, *args, exports=(), **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.fields["export"].choices = [("", "none")] + [
+            (f"{e.campaign.name}@{e.version}", f"{e.campaign.name} v{e.version} ({len(e.item_ids)} examples, {e.fmt})")
+            for e in exports
+        ]
+
+    def clean_export(self) -> tuple[str, int] | None:
+        value = self.cleaned_data["export"]
+        if not value:
+            return None
+        campaign, _, version = value.rpartition("@")
+        return campaign, int(version)

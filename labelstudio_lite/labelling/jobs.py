@@ -1,4 +1,5 @@
-"""The labelling app's job kinds: import labels made elsewhere, import a new judge config's verdicts.
+"""The labelling app's job kinds: import labels made elsewhere, import a new judge config's verdicts,
+try a tuned prompt on the held-out items.
 
 Registered with evalcore's one job lifecycle (:mod:`evalcore.services.jobs`); each kind has a
 parameters dataclass and one request function that every door calls.
@@ -12,18 +13,21 @@ from typing import Any
 
 from django.urls import reverse
 
-from evalcore.models import Job
-from evalcore.services.jobs import Progress, job_request, register_job_kind
+from evalcore.models import Job, JudgeConfig
+from evalcore.selectors import NotFound
+from evalcore.services.jobs import Progress, job_cancel_requested, job_request, register_job_kind
 from evalcore.services.judge_configs import normalize_judge_config
 from evalcore.services.problems import UserFacingError
 
 from .models import Campaign
 from .selectors import campaign_get
 from .services.label_import import labels_import
+from .services.tuned_prompt import TunedPrompt, tuned_prompt_check, tuned_prompt_try
 from .services.verdicts import verdicts_import
 
 IMPORT_LABELS = "import_labels"
 IMPORT_VERDICTS = "import_verdicts"
+TRY_PROMPT = "try_prompt"
 
 
 def _check_campaign_and_file(params: LabelImportParams | VerdictImportParams) -> Campaign:
@@ -90,4 +94,50 @@ def _import_verdicts(params: VerdictImportParams, job: Job, progress: Progress) 
         "created": result.created,
         "verdict_set": result.verdict_set.pk,
         "url": reverse("labelling:report", args=[campaign.name]) + f"?verdicts={result.verdict_set.pk}",
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class TryPromptParams:
+    campaign: str
+    base_config: int  # the runnable judge config the tuned one derives from
+    name: str  # the new config's name
+    export: int | None = None  # a disagreement export version: the few-shot examples
+    export_campaign: str | None = None  # the campaign of that export (default: this one)
+    prompt: str | None = None  # the edited verdict prompt (default: the base config's)
+    claims: str = "keep"
+
+
+def _plan(params: TryPromptParams) -> TunedPrompt:
+    base = JudgeConfig.objects.filter(pk=params.base_config).first()
+    if base is None:
+        raise NotFound(f"there is no judge config with id {params.base_config}")
+    return TunedPrompt(
+        campaign=campaign_get(params.campaign),
+        base=base,
+        name=params.name,
+        export=params.export,
+        export_campaign=params.export_campaign,
+        prompt=params.prompt,
+        claims=params.claims,
+    )
+
+
+def request_try_prompt(*, params: TryPromptParams, user: Any = None, start: bool = True) -> Job:
+    """Accept trying a tuned prompt on the held-out items as a job, or refuse it at once (leakage, split looked at...)."""
+    tuned_prompt_check(_plan(params))
+    return job_request(kind=TRY_PROMPT, params=params, user=user, start=start)
+
+
+@register_job_kind(name=TRY_PROMPT, label="Try a tuned prompt", params=TryPromptParams, resumable=True)
+def _try_prompt(params: TryPromptParams, job: Job, progress: Progress) -> dict[str, Any]:
+    result = tuned_prompt_try(
+        _plan(params), user=job.created_by, progress=progress, should_stop=lambda: job_cancel_requested(job.pk)
+    )
+    return {
+        "message": result.message,
+        "url": result.url,
+        "judge_config": result.config.pk,
+        "verdict_set": result.verdict_set.pk,
+        **result.totals,
     }

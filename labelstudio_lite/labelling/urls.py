@@ -24,4 +24,5 @@ urlpatterns = [
     path("campaigns/<slug:name>/exports/<int:version>/", reports.export_download, name="export-download"),
     path("campaigns/<slug:name>/verdicts/", reports.verdicts_upload, name="verdicts"),
     path("campaigns/<slug:name>/fresh-heldout/", reports.fresh_heldout, name="fresh-heldout"),
+    path("campaigns/<slug:name>/try-prompt/", reports.try_prompt, name="try-prompt"),
 ]

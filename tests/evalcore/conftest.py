@@ -78,6 +78,40 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def start_celery_worker(queue: str, log_path: Path, **env: str):  # type: ignore[no-untyped-def]
+    """A separate Celery worker process (solo pool) on the test database, reading only ``queue``; its output is
+    appended to ``log_path``. Stop it with :func:`stop_celery_worker`."""
+    import os
+    import subprocess
+    import sys
+
+    log = open(log_path, "a")  # noqa: SIM115  (closed by stop_celery_worker)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "labelstudio_lite", "worker", "--pool", "solo", "--concurrency", "1"]
+        + ["-Q", queue, "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=Path(__file__).resolve().parents[2],
+        env=subprocess_env(CELERY_BROKER_URL=os.environ["CELERY_BROKER_URL"], CELERY_TASK_ALWAYS_EAGER="0", **env),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    worker.log = log  # type: ignore[attr-defined]
+    return worker
+
+
+def stop_celery_worker(worker) -> None:  # type: ignore[no-untyped-def]
+    """Stop a worker from :func:`start_celery_worker` (gently, then not) and close its log."""
+    import subprocess
+
+    if worker.poll() is None:
+        worker.terminate()
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait(timeout=10)
+    worker.log.close()
+
+
 def db_counts() -> dict[str, int]:
     """Rows per evalcore table, to prove a refused import changed nothing."""
     return {model.__name__: model.objects.count() for model in COUNTED}

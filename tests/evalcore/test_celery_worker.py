@@ -7,13 +7,9 @@ broker cannot take them (nor this worker theirs).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from celery.signals import task_prerun
@@ -25,9 +21,7 @@ from labelstudio_lite.celery import app
 from tests.factories import QUESTIONS, ok_rows
 from tests.files import write_jsonl
 
-from .conftest import subprocess_env
-
-REPO = Path(__file__).resolve().parents[2]
+from .conftest import start_celery_worker, stop_celery_worker
 
 
 def wait_for(job_id: int, timeout: float = 90.0) -> Job:
@@ -101,34 +95,8 @@ def test_a_separate_celery_worker_process_runs_a_job_on_the_test_database(settin
 
     evalset_import(path=write_jsonl(tmp_path / "questions.jsonl", QUESTIONS), name="support")
     rows = write_jsonl(tmp_path / "rows.jsonl", ok_rows())
-    log = (tmp_path / "worker.log").open("w")
     with own_queue(settings) as queue:
-        env = subprocess_env(CELERY_BROKER_URL=os.environ["CELERY_BROKER_URL"], CELERY_TASK_ALWAYS_EAGER="0")
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "labelstudio_lite",
-                "worker",
-                "--pool",
-                "solo",
-                "--concurrency",
-                "1",
-                "-Q",
-                queue,
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        worker = start_celery_worker(queue, tmp_path / "worker.log")
         try:
             job = request_run_import(
                 params=RunImportParams(
@@ -140,13 +108,7 @@ def test_a_separate_celery_worker_process_runs_a_job_on_the_test_database(settin
             run_job.delay(job.pk)
             finished = wait_for(job.pk, timeout=120)
         finally:
-            worker.terminate()
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait(timeout=10)
-            log.close()
+            stop_celery_worker(worker)
     output = (tmp_path / "worker.log").read_text()
     assert finished.status == "succeeded", f"{finished.error}\n--- worker log ---\n{output[-3000:]}"
     run = Run.objects.get(name="from-worker")

@@ -23,11 +23,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command, get_commands
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from evalcore.services.judge_configs import judge_config_create
 from labelstudio_lite.labelling.models import Campaign, ExportRecord, Item
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
 from labelstudio_lite.labelling.services.exports import disagreements_export
 from labelstudio_lite.labelling.services.remeasure import remeasurement_open
-from tests.factories import JUDGE, import_verdicts, label_items, qid_of
+from tests.factories import JUDGE, import_verdicts, label_items, qid_of, runnable_judge
 from tests.files import write_csv, write_jsonl
 
 from .snapshots import labelling_state
@@ -52,6 +53,8 @@ EXPORTS = "returns people's labels: records an export"
 LABEL_PAGES = "the annotator's own item or labels, blind (no one else's labels, no held-out set leaves)"
 OWNER_READS = "aggregates (counts, agreement, kappa, miss rates) or settings, not labels"
 WRITES = "takes input, returns a redirect or a status: no labels leave"
+TRY_PROMPT = "a new judge config judges the held-out items (their labels never enter a prompt): no labels leave"
+STRICT = "Be strict.\nContext:\n{context}\nClaim: {claim}"
 REMEASURE_OPEN = "opens the re-measurement (recorded as looked at: tuning again spends the held-out split); its numbers are aggregates"
 
 DOORS: dict[tuple[str, str], Door] = {
@@ -126,6 +129,12 @@ DOORS: dict[tuple[str, str], Door] = {
     ("labelling:fresh-heldout", "POST"): Door(
         False, WRITES, {"name": "{campaign}"}, {"name": "doors-fresh", "size": "3"}
     ),
+    ("labelling:try-prompt", "POST"): Door(
+        False,
+        TRY_PROMPT,
+        {"name": "{try_campaign}"},
+        {"base_config": "{runnable}", "name": "doors-tuned", "prompt": "{strict}", "claims": "keep"},
+    ),
     # the eval owners' API
     ("api-campaigns", "GET"): Door(False, OWNER_READS),
     ("api-campaign", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
@@ -137,6 +146,12 @@ DOORS: dict[tuple[str, str], Door] = {
         False, "lists the exports (who, when, how many items), not their content", {"name": "{campaign}"}
     ),
     ("api-exports", "POST"): Door(True, EXPORTS, {"name": "{campaign}"}, {"format": "chat"}),
+    ("api-try-prompt", "POST"): Door(
+        False,
+        TRY_PROMPT,
+        {"name": "{try_campaign}"},
+        {"base_config": "{runnable}", "name": "doors-api", "prompt": "{strict}"},
+    ),
 }
 
 # Commands: (arguments, whether it hands out labels, why).
@@ -156,6 +171,19 @@ COMMANDS: dict[str, tuple[list[str], bool, str]] = {
         WRITES,
     ),
     "load_demo": ([], False, "loads the demo data and prints what it did"),
+    "try_prompt": (
+        [
+            "{try_campaign}",
+            "--judge-config",
+            "{runnable_name}",
+            "--name",
+            "doors-cli",
+            "--prompt-file",
+            "{strict_path}",
+        ],
+        False,
+        TRY_PROMPT,
+    ),
 }
 
 
@@ -180,9 +208,10 @@ def labelling_commands() -> set[str]:
 
 
 @pytest.fixture
-def world(small_run, make_campaign, owner, annotator, other_annotator, tmp_path, settings):
+def world(small_run, make_campaign, owner, annotator, other_annotator, tmp_path, settings, fake_judge):
     """A campaign half held out, labelled by adam; the owner is an annotator too, holds an item and gave one label;
-    a tuned judge's verdicts; one disagreement export; files to import."""
+    a tuned judge's verdicts; one disagreement export; files to import; a claim campaign to try a tuned prompt on
+    with a runnable judge (the fake judge)."""
     settings.VAR_DIR = tmp_path / "var"
     campaign = make_campaign(
         run=small_run, name="doors", heldout_fraction=0.5, overlap=2, annotators=[owner, annotator]
@@ -211,6 +240,9 @@ def world(small_run, make_campaign, owner, annotator, other_annotator, tmp_path,
     other_config = {**TUNED, "temperature": 0.5}
     (tmp_path / "judge.json").write_text(json.dumps({**TUNED, "temperature": 0.7}))
     assert Item.objects.filter(campaign=campaign, split="heldout", label_count__gt=0).exists()
+    make_campaign(run=small_run, name="doors-try", unit="claim", heldout_fraction=0.5)
+    runnable = judge_config_create(raw=runnable_judge(fake_judge.base_url)).config
+    (tmp_path / "strict.txt").write_text(STRICT)
     return SimpleNamespace(
         values={
             "campaign": campaign.name,
@@ -225,6 +257,11 @@ def world(small_run, make_campaign, owner, annotator, other_annotator, tmp_path,
             "verdicts_path": str(other_verdicts),
             "judge_config_path": str(tmp_path / "judge.json"),
             "judge_config": json.dumps(other_config),
+            "try_campaign": "doors-try",
+            "runnable": str(runnable.pk),
+            "runnable_name": runnable.name,
+            "strict_path": str(tmp_path / "strict.txt"),
+            "strict": STRICT,
         },
         files={"labels_file": labels, "verdicts_file": other_verdicts},
         campaign=campaign,

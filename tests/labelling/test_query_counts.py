@@ -26,7 +26,7 @@ ANSWER_PAGE_PLAIN = 22  # before the restructure: 22
 ANSWER_API = 13  # before the restructure: 13
 LABEL_PAGE = 6  # the page itself claims nothing (before it claimed its item: 13 with the claim)
 NEXT_ITEM_PAGE = 13  # the item the loaded page asks for with a POST
-JUDGE_REPORT_PAGE = 13  # before the restructure: 14  (the leakage check reads the exports once, not twice)
+JUDGE_REPORT_PAGE = 15  # 13, and two for the try-a-tuned-prompt form (the runnable configs, the tuning exports)
 JUDGE_REPORT_API = 11  # before the restructure: 12  (the same)
 
 

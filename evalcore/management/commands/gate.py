@@ -9,11 +9,9 @@ from evalcore.engine import BLOCK, PASS, REVIEW
 
 from ...jobs import GateParams, request_gate
 from ...models import Comparison
-from ...selectors import run_by_ref
 from ...services.comparisons import comparison_as_dict
 from ...services.judge_fitness import JUDGE_POLICIES
-from ...services.problems import UserFacingError
-from ..cli import run_job_cli
+from ..cli import base_and_candidate, run_job_cli
 
 #: Exit codes for CI: pass 0, review 3, block 4 (and 1 for an error, as every failed command).
 EXIT = {PASS: 0, REVIEW: 3, BLOCK: 4}
@@ -64,11 +62,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print every decision and its interval as JSON")
 
     def handle(self, *args, **options):
-        try:
-            base = run_by_ref(options["base"], evalset=options["evalset"])
-            candidate = run_by_ref(options["candidate"], evalset=options["evalset"])
-        except UserFacingError as error:
-            raise CommandError(str(error)) from None
+        base, candidate = base_and_candidate(options)
         params = GateParams(
             base=base.pk,
             candidate=candidate.pk,

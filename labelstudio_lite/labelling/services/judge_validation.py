@@ -16,7 +16,7 @@ that does not count yet (a fresh held-out sample still being labelled) makes it 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.db.models import Max
@@ -200,6 +200,24 @@ def run_corrected_pass_rate(config: JudgeConfig, run: Run) -> CorrectedPassRate 
     )
 
 
+def judge_config_measurements(config: JudgeConfig) -> list[JudgeValidation]:
+    """Every measurement of the config, newest first: fit or not where it counts, unvalidated (with why) where it
+    rests on too few labels yet."""
+    found = list(measurements(config))
+    out = []
+    for m in sorted(found, key=lambda m: (m.measured_at is not None, m.measured_at or datetime.min), reverse=True):
+        validation = _validation(config, m, found)
+        if not m.counts:
+            validation = replace(
+                validation,
+                status=UNVALIDATED,
+                why_not=f"{m.stats.n} labelled {unit_word(m.campaign)}, {m.stats.failures} unsupported: a validation "
+                f"needs at least {MIN_ITEMS}, {MIN_FAILURES} of them unsupported",
+            )
+        out.append(validation)
+    return out
+
+
 class CampaignValidations:
     """The labelling app's answer to evalcore's question "has anyone checked this judge?"."""
 
@@ -208,3 +226,6 @@ class CampaignValidations:
 
     def corrected_pass_rate(self, config: JudgeConfig, run: Run) -> CorrectedPassRate | None:
         return run_corrected_pass_rate(config, run)
+
+    def validations(self, config: JudgeConfig) -> list[JudgeValidation]:
+        return judge_config_measurements(config)

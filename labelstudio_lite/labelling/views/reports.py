@@ -12,13 +12,14 @@ from evalcore.services.problems import UserFacingError
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner, verdict_set_for
-from ..forms import ExportForm, FreshHeldoutForm, ThresholdForm, VerdictImportForm
-from ..jobs import VerdictImportParams, request_verdicts_import
+from ..forms import ExportForm, FreshHeldoutForm, ThresholdForm, TryPromptForm, VerdictImportForm
+from ..jobs import TryPromptParams, VerdictImportParams, request_try_prompt, request_verdicts_import
 from ..selectors import campaign_export, campaign_exports, remeasurement_opened, verdict_sets_of
 from ..services.campaigns import campaign_fresh_heldout, campaign_set_thresholds
 from ..services.exports import disagreements_export
 from ..services.judge_report import judge_report
 from ..services.remeasure import remeasure, remeasurement_open
+from ..services.tuned_prompt import few_shot_exports
 from .actions import Done, form_post, import_upload
 from .downloads import attachment
 
@@ -56,8 +57,48 @@ def report_page(request: HttpRequest, name: str) -> HttpResponse:
         "verdict_form": VerdictImportForm(),
         "fresh_form": FreshHeldoutForm(initial={"name": f"{campaign.name}-fresh"}),
         "exports": campaign_exports(campaign),
+        "try_form": _try_form(campaign),
     }
     return render(request, "labelling/report.html", context)
+
+
+def _try_form(campaign, data=None) -> TryPromptForm:  # type: ignore[no-untyped-def]
+    judge = campaign.run.judge_config
+    base = judge if judge is not None and judge.runnable else None
+    initial = {
+        "base_config": base,
+        "prompt": base.prompt if base else "",
+        "name": f"{base.label}-tuned" if base else "",
+    }
+    return TryPromptForm(data, exports=few_shot_exports(campaign), initial=initial)
+
+
+@require_POST
+@eval_owner_required
+def try_prompt(request: HttpRequest, name: str) -> HttpResponse:
+    campaign = campaign_for_owner(request.user, name)
+
+    def start(data: dict) -> Done:
+        export = data["export"]
+        params = TryPromptParams(
+            campaign=campaign.name,
+            base_config=data["base_config"].pk,
+            name=data["name"],
+            export=export[1] if export else None,
+            export_campaign=export[0] if export else None,
+            prompt=data["prompt"] or None,
+            claims=data["claims"],
+        )
+        job = request_try_prompt(params=params, user=request.user)
+        return Done(to=reverse("evalcore:job", args=[job.pk]))
+
+    return form_post(
+        request,
+        _try_form(campaign, request.POST),
+        back=reverse("labelling:report", args=[campaign.name]) + "#try-prompt",
+        invalid=lambda form: "Try a tuned prompt: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()),
+        run=start,
+    )
 
 
 @require_http_methods(["GET", "POST"])
