@@ -69,10 +69,12 @@ class QuestionsPlan:
         spread = (
             f"{_pct(self.discordance)} of questions flipping"
             if self.discordance is not None
-            else f"an sd of {self.sd:.3f}"
+            else f"a per-question sd of {self.sd:.3f}"
         )
-        basis = f"at the observed spread ({spread}" if observed else f"assuming {spread}"
-        basis += f" and a change of {self.change:+.3f})"
+        if observed:
+            basis = f"at the observed spread ({spread} and a change of {self.change:+.3f})"
+        else:
+            basis = f"with {spread} and a true change of {self.change:+.3f}"
         have = f"; {scope} has {self.available:,}" if self.available is not None else ""
         if self.questions is None:
             return (

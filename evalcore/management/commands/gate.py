@@ -122,6 +122,10 @@ def render_table(data: dict) -> str:
         else ""
     )
     lines += ["", f"OVERALL: {data['overall'].upper()}{reason}"]
+    for d in data["decisions"]:
+        if d["status"] == REVIEW and d.get("to_settle"):
+            where = "" if d["slice"] == "all" else f" in slice {d['slice']}"
+            lines.append(f"to settle {d['metric']}{where}: {d['to_settle']['sentence']}")
     for rate in data.get("judge_rates") or []:
         corrected = (
             f"{100 * rate['corrected']:.1f} % ({100 * rate['low']:.1f}–{100 * rate['high']:.1f} %)"
