@@ -14,7 +14,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ._validation import check_positive_int, check_probability
-from .proportions import paired_sample_size, z_score
+from .proportions import _paired_sd, paired_sample_size, z_score
 from .release_gate import BLOCK, PASS
 
 
@@ -135,18 +135,9 @@ def questions_needed(
     change, margin = float(change), float(margin)
     confidence = check_probability(confidence, "confidence")
     power = check_probability(power, "power")
-    if (sd is None) == (discordance is None):
-        raise ValueError("give exactly one of sd (of per-question differences) or discordance (share that flips)")
+    sd = _paired_sd(change, sd=sd, discordant=discordance, name="discordance")
     if discordance is not None:
-        discordance = check_probability(discordance, "discordance")
-        if discordance <= change**2:
-            raise ValueError(
-                f"a change of {change:+.3f} needs more than {_pct(change**2, 2)} of questions to flip ({discordance} given)"
-            )
-        sd = math.sqrt(discordance - change**2)
-    elif isinstance(sd, bool) or not isinstance(sd, numbers.Real) or not sd > 0 or not math.isfinite(sd):
-        raise ValueError(f"sd must be a positive finite number, got {sd!r}")
-    sd = float(sd)
+        discordance = float(discordance)
     if available is not None:
         available = check_positive_int(available, "available", allow_zero=True)
     outcome, distance = (PASS, change + margin) if change > -margin else (BLOCK, -change)
