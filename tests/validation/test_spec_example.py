@@ -10,6 +10,7 @@ import io
 import json
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.proportion import proportion_confint
@@ -147,6 +148,9 @@ def test_the_report_plans_more_labels_at_the_error_rates_it_measured(campaign, o
         f"with these 200 labelled answers the miss rate is {spread('miss_rate', planned.plan.report.miss_rate)}; "
         f"± 5 points on the miss rate is out of reach: every one of the run's 200 items gives ± 13 points"
     )
+    out = io.StringIO()
+    call_command("judge_report", campaign.name, stdout=out)
+    assert f"plan: {report.more_labels}" in out.getvalue()
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
     assert html.escape(f"Plan: {report.more_labels}.") in page
 
