@@ -54,6 +54,11 @@ def test_the_plan_assumes_the_miss_rate_of_the_judges_last_validation(run, monke
     plan = plan_campaign(run=run, unit="claim", size=60)
     assert plan.precision.plan.assumptions.miss_rate == 0.4
     assert plan.assumed_from == "the last validation of this judge (campaign faith-q3)"
+    perfect = JudgeValidation(status=FIT, judge="j", miss_rate=0.0, miss_high=0.19, campaign="faith-q4")
+    monkeypatch.setattr(campaign_service, "judge_validation", lambda config: perfect)
+    plan = plan_campaign(run=run, unit="claim", size=60)
+    assert plan.precision.plan.assumptions.miss_rate == 0.19
+    assert plan.assumed_from == "the upper end of the last validation's interval (campaign faith-q4 measured 0 %)"
     typed = plan_campaign(run=run, unit="claim", size=60, miss_rate=0.1)
     assert typed.precision.plan.assumptions.miss_rate == 0.1 and typed.assumed_from == "typed in"
 

@@ -197,8 +197,13 @@ def _assumed_miss_rate(run: Run, miss_rate: float | None) -> tuple[float, str]:
     if miss_rate is not None:
         return miss_rate, "typed in"
     validation = judge_validation(run.judge_config) if run.judge_config_id else None
-    if validation is not None and validation.miss_rate is not None:
+    if validation is not None and validation.miss_rate:
         return validation.miss_rate, f"the last validation of this judge (campaign {validation.campaign})"
+    if validation is not None and validation.miss_rate == 0 and validation.miss_high:
+        # planning at a measured 0 would promise intervals no sample delivers: take the interval's upper end
+        return validation.miss_high, (
+            f"the upper end of the last validation's interval (campaign {validation.campaign} measured 0 %)"
+        )
     return DEFAULT_MISS_RATE, "a default: this judge was never validated"
 
 
