@@ -297,6 +297,54 @@ def _to_settle(
     return {**asdict(plan), "sentence": plan.sentence(observed=True, scope=scope)}
 
 
+#: What settles reviews the judge policy made, said once for all of them.
+JUDGE_REVIEW_ADVICE = (
+    "More paired questions would not settle these: validate that judge against people (a labelling campaign and its "
+    "judge report), or re-score both runs with a judge that is validated and fit"
+)
+
+
+@dataclass(frozen=True)
+class ReviewsToSettle:
+    """A comparison's review decisions as a page or a table says what would settle them.
+
+    ``by_data`` are the decisions the data left open, each with its own plan (``to_settle``);
+    ``by_judge`` names, per metric, the slices the judge policy sent to review (one sentence
+    covers them all: validate the judge).
+    """
+
+    by_data: list[Any]
+    by_judge: dict[str, list[str]]
+
+    @property
+    def judge_sentence(self) -> str:
+        """The sentence for the reviews the judge policy made ("" when there are none)."""
+        if not self.by_judge:
+            return ""
+        named = "; ".join(
+            f"{metric} ({', '.join('overall' if s == 'all' else s for s in slices)})"
+            for metric, slices in self.by_judge.items()
+        )
+        return f"in review because of the judge that scored them, whatever the data say: {named}. {JUDGE_REVIEW_ADVICE}"
+
+
+def reviews_to_settle(decisions: Sequence[Any]) -> ReviewsToSettle:
+    """Sort review decisions (records or :func:`comparison_as_dict` dicts) by what settles them."""
+
+    def get(decision: Any, key: str) -> Any:
+        return decision[key] if isinstance(decision, Mapping) else getattr(decision, key)
+
+    by_data, by_judge = [], {}
+    for d in decisions:
+        if get(d, "status") != REVIEW or not get(d, "to_settle"):
+            continue
+        if get(d, "data_status") == REVIEW:
+            by_data.append(d)
+        else:
+            by_judge.setdefault(get(d, "metric"), []).append(get(d, "slice"))
+    return ReviewsToSettle(by_data, by_judge)
+
+
 def _in_slice(frame: pd.DataFrame, name: str) -> pd.Series:
     """Which questions of a run's frame are in a slice ("all", or a question type as :func:`gate_frame` names it)."""
     if name == "all" or SLICE_COLUMN not in frame.columns:

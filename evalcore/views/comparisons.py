@@ -4,7 +4,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from evalcore.engine import REVIEW
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..charts import ForestRow, forest_plot_svg
@@ -12,6 +11,7 @@ from ..forms import CompareForm
 from ..jobs import GateParams, request_gate
 from ..models import Comparison, Job
 from ..selectors import changed_rows, comparisons_list
+from ..services.comparisons import reviews_to_settle
 from .jobs import job_form_page
 
 
@@ -70,7 +70,7 @@ def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
         "changed": changed_rows(comparison, metric) if metric else [],
         "judge": next((d.judge_validation for d in decisions if d.judge_validation), None),
         "judge_metrics": sorted({d.metric for d in decisions if d.judge_validation}),
-        "to_settle": [d for d in decisions if d.status == REVIEW and d.to_settle],
+        "to_settle": reviews_to_settle(decisions),
     }
     if request.htmx and request.GET.get("partial") == "changed":
         return render(request, "evalcore/comparison.html#changed", context)

@@ -80,6 +80,25 @@ def test_a_review_the_judge_policy_made_is_settled_by_validating_the_judge_not_b
     assert "Validate that judge against people" in faith.to_settle["sentence"]
 
 
+def test_reviews_the_judge_policy_made_are_named_together_once_on_the_page_and_in_the_table(
+    synthetic, settings, owner_client
+):
+    settings.GATE_JUDGE_POLICY = "review"
+    comparison = compare_runs(base=synthetic["base"], candidate=synthetic["same"]).comparison
+    page = owner_client.get(reverse("evalcore:comparison", args=[comparison.pk])).content.decode()
+    sentence = (
+        "In review because of the judge that scored them, whatever the data say: faithfulness (overall, a, b). "
+        "More paired questions would not settle these"
+    )
+    assert html.escape(sentence) in page
+    assert page.count("would not settle") == 1
+    _, out, _ = gate("--base", "base", "--candidate", "same", "--evalset", "syn")
+    assert (
+        "to settle the rest: in review because of the judge that scored them, whatever the data say: faithfulness (overall, a, b)"
+        in out
+    )
+
+
 def test_the_sentence_is_in_the_gate_table_and_its_json(synthetic, settings):
     settings.GATE_JUDGE_POLICY = "off"
     code, out, _ = gate("--base", "base", "--candidate", "mixed", "--evalset", "syn")

@@ -10,7 +10,7 @@ from evalcore.engine import BLOCK, PASS, REVIEW
 from ...jobs import GateParams, request_gate
 from ...models import Comparison
 from ...selectors import run_by_ref
-from ...services.comparisons import comparison_as_dict
+from ...services.comparisons import comparison_as_dict, reviews_to_settle
 from ...services.judge_fitness import JUDGE_POLICIES
 from ...services.problems import UserFacingError
 from ..cli import run_job_cli
@@ -122,10 +122,12 @@ def render_table(data: dict) -> str:
         else ""
     )
     lines += ["", f"OVERALL: {data['overall'].upper()}{reason}"]
-    for d in data["decisions"]:
-        if d["status"] == REVIEW and d.get("to_settle"):
-            where = "" if d["slice"] == "all" else f" in slice {d['slice']}"
-            lines.append(f"to settle {d['metric']}{where}: {d['to_settle']['sentence']}")
+    reviews = reviews_to_settle(data["decisions"])
+    for d in reviews.by_data:
+        where = "" if d["slice"] == "all" else f" in slice {d['slice']}"
+        lines.append(f"to settle {d['metric']}{where}: {d['to_settle']['sentence']}")
+    if reviews.by_judge:
+        lines.append(f"to settle the rest: {reviews.judge_sentence}")
     for rate in data.get("judge_rates") or []:
         corrected = (
             f"{100 * rate['corrected']:.1f} % ({100 * rate['low']:.1f}–{100 * rate['high']:.1f} %)"
