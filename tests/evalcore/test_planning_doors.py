@@ -221,3 +221,24 @@ def test_the_plan_command_refuses_assumptions_it_cannot_plan_with():
         plan("labels", "--failure-share", "0.1", "--miss-rate", "0.6", "--false-fail-rate", "0.5")
     with pytest.raises(CommandError, match="flip"):
         plan("questions", "--discordance", "0.01", "--change", "0.2")
+
+
+def test_the_api_plans_labels_and_questions_as_the_page_does(owner_client):
+    labels = owner_client.get(reverse("api-plan-labels"), {"size": 400, "failure_share": 0.05, "target": 0.1}).json()
+    assert labels["summary"] == plan_labels(size=400, failure_share=0.05, target=0.1).summary
+    assert labels["report"]["items"] == 400 and labels["assumptions"]["source"] == "typed in"
+    questions = owner_client.get(reverse("api-plan-questions"), {"discordance": 0.1, "available": 600}).json()
+    assert questions["questions"] == 1963 and questions["power_with_available"] == pytest.approx(0.34, abs=0.01)
+    assert questions["assumptions_in_words"] == plan_questions(discordance=0.1, available=600).assumptions
+
+
+def test_the_api_says_what_is_wrong_with_a_plan_request(owner_client):
+    bad = owner_client.get(reverse("api-plan-labels"), {"failure_share": 3})
+    assert bad.status_code == 400 and "failure_share" in bad.json()
+    refused = owner_client.get(reverse("api-plan-questions"), {"kind": "graded", "sd": "", "discordance": ""})
+    assert refused.status_code == 400 and "standard deviation" in refused.json()["detail"]
+
+
+def test_the_planning_api_is_for_eval_owners(annotator_client):
+    assert annotator_client.get(reverse("api-plan-labels")).status_code == 403
+    assert annotator_client.get(reverse("api-plan-questions")).status_code == 403
