@@ -164,10 +164,14 @@ def stratum_tables(design: Design, fail_counts: np.ndarray) -> np.ndarray:
 
 
 def _gradient(function: Callable[[np.ndarray], np.ndarray], point: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Central differences of ``function`` (vectorised over a leading axis) at ``point``, one coordinate at a time."""
+    """Central differences of ``function`` (vectorised over a leading axis) at ``point``, one coordinate at a time.
+
+    NaN where the statistic is undefined (a sample that holds one judge verdict has no specificity).
+    """
     step = 1e-5 * np.maximum(scale, 1.0)
     eye = np.eye(point.size) * step
-    return (function(point + eye) - function(point - eye)) / (2 * step)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (function(point + eye) - function(point - eye)) / (2 * step)
 
 
 def kappa_sd(design: Design, fail: np.ndarray, weighted: bool) -> float:

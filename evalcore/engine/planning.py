@@ -151,6 +151,11 @@ def judge_assumptions(
         raise ValueError("give exactly one of failure_share (typed in) or judge_fail_share (from a run's verdicts)")
     if judge_fail_share is not None:
         q = _share(judge_fail_share, "judge_fail_share")
+        if q in (0.0, 1.0):
+            raise ValueError(
+                f"the judge {'fails none' if q == 0 else 'fails every one'} of the items: with one verdict only there "
+                "is nothing to stratify by and its error rates cannot be planned; type in a failure share instead"
+            )
         low, high = false_fail_rate, 1 - miss_rate
         if not low < q < high:
             raise ValueError(
@@ -284,12 +289,14 @@ def _precision(design: Design, assumptions: JudgeAssumptions, z: float, weighted
             float(wilson_half_width(pooled[row, col] / pooled[row].sum(), pooled[row].sum(), z))
             for row, col in ((1, 0), (0, 1))
         ]
+    both_verdicts = bool(design.judge_pass.any() and not design.judge_pass.all())
     return Precision(
         items=int(n.sum()),
         miss_rate=half[0],
         false_fail_rate=half[1],
-        kappa=z * kappa_sd(design, fail, weighted),
-        corrected_pass_rate=z * corrected_sd(design, fail),
+        # a sample of one judge verdict has no kappa worth the name and no specificity to correct with
+        kappa=z * kappa_sd(design, fail, weighted) if both_verdicts else math.nan,
+        corrected_pass_rate=z * corrected_sd(design, fail) if both_verdicts else math.nan,
         expected_failures=float(cells[..., 1, :].sum()),
         expected_misses=float(cells[..., 1, 0].sum()),
     )

@@ -40,6 +40,19 @@ def test_a_judge_fail_share_the_assumed_errors_cannot_produce_is_refused_with_wh
         judge_assumptions(failure_share=0.1, miss_rate=0.6, false_fail_rate=0.5)
 
 
+def test_a_run_whose_judge_gives_one_verdict_only_cannot_be_planned_from():
+    with pytest.raises(ValueError, match="fails none of the items"):
+        judge_assumptions(judge_fail_share=0.0)
+    with pytest.raises(ValueError, match="fails every one of the items"):
+        judge_assumptions(judge_fail_share=1.0)
+
+
+def test_a_sample_of_one_judge_verdict_has_no_kappa_or_corrected_rate_to_plan():
+    plan = label_plan(1, assumptions=SPEC)
+    assert math.isnan(plan.report.kappa) and math.isnan(plan.report.corrected_pass_rate)
+    assert plan.report.miss_rate > 0.4
+
+
 def test_the_plan_samples_as_campaigns_do():
     strata = {("howto", True): 700, ("howto", False): 60, ("policy", True): 200, ("policy", False): 40}
     plan = label_plan(240, assumptions=SPEC, strata=strata)
