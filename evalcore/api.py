@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from labelstudio_lite.accounts.access import IsEvalOwner
 
+from .forms import PlanLabelsForm, PlanQuestionsForm
 from .jobs import (
     EvalSetImportParams,
     GateParams,
@@ -31,6 +32,7 @@ from .selectors import run_by_ref, run_rows, runs_on
 from .services.comparisons import comparison_as_dict
 from .services.jobs import job_snapshot
 from .services.judge_fitness import JUDGE_POLICIES
+from .services.planning import plan_labels, plan_questions
 from .services.problems import UserFacingError
 from .services.readers import FORMATS
 from .services.runs import GAINS
@@ -362,6 +364,57 @@ class ComparisonDetailApi(EvalOwnerAPIView):
             Comparison.objects.select_related("base__version__eval_set", "candidate"), pk=comparison_id
         )
         return Response(comparison_as_dict(comparison))
+
+
+def _form_parameters(form_class: type) -> list[OpenApiParameter]:
+    """The query parameters of a planner form, for the schema (the form itself validates them)."""
+    kinds = {"IntegerField": int, "FloatField": float}
+    return [
+        OpenApiParameter(
+            name,
+            kinds.get(type(field).__name__, str),
+            required=field.required and field.initial is None,
+            description=f"{field.label or name}. {field.help_text}".strip(),
+        )
+        for name, field in form_class.base_fields.items()
+    ]
+
+
+def _planned(form_class: type, plan, request: Request) -> Response:  # type: ignore[no-untyped-def]
+    """Validate the query string with the planner page's form, plan, and answer the plan as JSON (400 if refused)."""
+    initial = {name: field.initial for name, field in form_class.base_fields.items() if field.initial is not None}
+    form = form_class({**initial, **request.query_params.dict()})
+    if not form.is_valid():
+        return Response(form.errors.get_json_data(), status=400)
+    try:
+        result = plan(**{k: v for k, v in form.cleaned_data.items() if v is not None})
+    except UserFacingError as error:
+        return Response({"detail": str(error)}, status=400)
+    return Response(result.as_dict())
+
+
+class PlanLabelsApi(EvalOwnerAPIView):
+    @extend_schema(
+        parameters=_form_parameters(PlanLabelsForm),
+        responses=inline_serializer(
+            "LabelPlan", {"summary": serializers.CharField(), "report": serializers.DictField()}
+        ),
+        summary="Plan a labelling campaign with no data: half-widths for a size, and the items a target needs",
+    )
+    def get(self, request: Request) -> Response:
+        return _planned(PlanLabelsForm, plan_labels, request)
+
+
+class PlanQuestionsApi(EvalOwnerAPIView):
+    @extend_schema(
+        parameters=_form_parameters(PlanQuestionsForm),
+        responses=inline_serializer(
+            "QuestionsPlan", {"summary": serializers.CharField(), "questions": serializers.IntegerField()}
+        ),
+        summary="Plan a paired comparison: the questions that settle a true change with a chosen power",
+    )
+    def get(self, request: Request) -> Response:
+        return _planned(PlanQuestionsForm, plan_questions, request)
 
 
 def _page(view: APIView, request: Request, queryset, serializer_class: type[serializers.BaseSerializer]) -> Response:  # type: ignore[no-untyped-def]

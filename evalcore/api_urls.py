@@ -19,4 +19,6 @@ urlpatterns = [
     path("runs/<int:run_id>/rows/", api.RowListApi.as_view(), name="api-rows"),
     path("gate/", api.GateApi.as_view(), name="api-gate"),
     path("comparisons/<int:comparison_id>/", api.ComparisonDetailApi.as_view(), name="api-comparison"),
+    path("plan/labels/", api.PlanLabelsApi.as_view(), name="api-plan-labels"),
+    path("plan/questions/", api.PlanQuestionsApi.as_view(), name="api-plan-questions"),
 ]

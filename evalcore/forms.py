@@ -175,3 +175,78 @@ class RescoreForm(forms.Form):
 
         super().__init__(*args, **kwargs)
         self.fields["comparison"].queryset = Comparison.objects.all()
+
+
+class PlanLabelsForm(forms.Form):
+    """The planner's labels question, with no data yet: every assumption typed in (shares from 0 to 1)."""
+
+    size = forms.IntegerField(min_value=1, initial=240, help_text="Items to label.")
+    failure_share = forms.FloatField(
+        min_value=0.001,
+        max_value=0.999,
+        initial=0.15,
+        label="Share people would fail",
+        help_text="The failure class (unsupported): 0.15 is 15 % of items.",
+    )
+    miss_rate = forms.FloatField(
+        min_value=0.0, max_value=0.99, initial=0.25, label="Assumed miss rate", help_text="Failures the judge passes."
+    )
+    false_fail_rate = forms.FloatField(
+        min_value=0.0,
+        max_value=0.99,
+        initial=0.05,
+        label="Assumed false-fail rate",
+        help_text="Passes the judge fails.",
+    )
+    population = forms.IntegerField(
+        min_value=1, required=False, label="Items in the run", help_text="Blank: a large run."
+    )
+    heldout_fraction = forms.FloatField(min_value=0.0, max_value=1.0, initial=0.3, label="Held-out fraction")
+    overlap = forms.IntegerField(min_value=1, max_value=20, initial=1, help_text="Different annotators per item.")
+    target = forms.FloatField(
+        min_value=0.001, max_value=1.0, initial=0.05, label="Target half-width", help_text="0.05 is ± 5 points."
+    )
+    statistic = forms.ChoiceField(
+        choices=[
+            ("miss_rate", "miss rate"),
+            ("false_fail_rate", "false-fail rate"),
+            ("kappa", "kappa"),
+            ("corrected_pass_rate", "corrected pass rate"),
+        ],
+        initial="miss_rate",
+        label="Target on",
+    )
+
+
+class PlanQuestionsForm(forms.Form):
+    """The planner's questions question: a paired comparison's assumptions."""
+
+    kind = forms.ChoiceField(
+        choices=[("pass_fail", "pass/fail (0 or 1 per question)"), ("graded", "graded (recall, nDCG, faithfulness)")],
+        initial="pass_fail",
+        label="Metric kind",
+    )
+    change = forms.FloatField(
+        initial=0.0, min_value=-1.0, max_value=1.0, help_text="The true change to settle (candidate − baseline)."
+    )
+    margin = forms.FloatField(initial=0.02, min_value=0.0, max_value=1.0, help_text="The largest tolerated drop.")
+    discordance = forms.FloatField(
+        required=False,
+        initial=0.10,
+        min_value=0.0001,
+        max_value=1.0,
+        label="Share of questions that flip",
+        help_text="Pass/fail metrics: 0.10 is 10 % of questions pass in one run and fail in the other.",
+    )
+    sd = forms.FloatField(
+        required=False,
+        initial=0.3,
+        min_value=0.0001,
+        max_value=2.0,
+        label="SD of per-question differences",
+        help_text="Graded metrics.",
+    )
+    power = forms.FloatField(initial=0.8, min_value=0.5, max_value=0.999)
+    available = forms.IntegerField(
+        required=False, min_value=1, label="Questions in the eval set", help_text="To see what they can do."
+    )

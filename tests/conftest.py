@@ -23,6 +23,7 @@ def _broker_url() -> str:
 
 
 def pytest_collection_modifyitems(config, items):
+    _deselect_benchmarks(config, items)
     from django.conf import settings
 
     vendor = settings.DATABASES["default"]["ENGINE"]
@@ -42,6 +43,19 @@ def pytest_collection_modifyitems(config, items):
             )
         if "browser" in item.keywords and not has_chromium:
             item.add_marker(pytest.mark.skip(reason="needs Chromium: apt-get install -y chromium"))
+
+
+def _deselect_benchmarks(config, items):
+    """Tests marked ``benchmark`` (bigger versions of fast tests, performance checks) run only with LSL_BENCHMARK=1.
+
+    They are deselected, not skipped, so CI's LSL_FORBID_SKIPS stays meaningful.
+    """
+    if os.environ.get("LSL_BENCHMARK", "") in ("1", "true", "yes"):
+        return
+    chosen = [item for item in items if "benchmark" not in item.keywords]
+    if len(chosen) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if "benchmark" in item.keywords])
+        items[:] = chosen
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -1,7 +1,8 @@
 """evalcore.engine: the pure evaluation engine (numpy, pandas, scipy; no Django).
 
 Retrieval metrics, agreement between raters, standard errors and sample sizes, the paired
-bootstrap and the non-inferiority release gate. Importable from plain Python:
+bootstrap, the non-inferiority release gate, and the planner (labels a campaign needs, paired
+questions a comparison needs). Importable from plain Python:
 
 >>> from evalcore.engine import recall_at_k, paired_bootstrap, gate
 """
@@ -20,6 +21,20 @@ from .agreement import (
     kappa_standard_error,
 )
 from .bootstrap import BootstrapResult, paired_bootstrap, percentile_positions
+from .planning import (
+    LABEL_STATISTICS,
+    JudgeAssumptions,
+    LabelPlan,
+    LabelsNeeded,
+    Precision,
+    QuestionsPlan,
+    judge_assumptions,
+    label_plan,
+    labels_needed,
+    power_of,
+    questions_needed,
+    settle_review,
+)
 from .proportions import (
     ProportionEstimate,
     detectable_difference,
@@ -77,9 +92,15 @@ __all__ = [
     "GateReport",
     "Interval",
     "KAPPA_UNDEFINED_REASON",
+    "JudgeAssumptions",
     "KappaEstimate",
+    "LABEL_STATISTICS",
+    "LabelPlan",
+    "LabelsNeeded",
     "PASS",
+    "Precision",
     "ProportionEstimate",
+    "QuestionsPlan",
     "RETRIEVAL_METRICS",
     "RETRIEVAL_REGISTRY",
     "REVIEW",
@@ -100,8 +121,11 @@ __all__ = [
     "gate",
     "gate_frame",
     "is_retrieval_metric",
+    "judge_assumptions",
     "kappa_interval",
     "kappa_standard_error",
+    "label_plan",
+    "labels_needed",
     "map_spans_to_chunks",
     "metric_column",
     "ndcg_at_k",
@@ -109,14 +133,17 @@ __all__ = [
     "paired_bootstrap",
     "paired_sample_size",
     "percentile_positions",
+    "power_of",
     "precision_at_k",
     "proportion_interval",
     "proportion_se",
+    "questions_needed",
     "recall_at_k",
     "reciprocal_rank",
     "retrieval_metric_names",
     "score_encoded",
     "score_retrieval",
+    "settle_review",
     "summarize_retrieval",
     "z_score",
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._design import SMOOTHING
 from ._interval import Interval
 from ._validation import check_positive_int, check_probability
 from .agreement import _kappa_from_tables
@@ -302,9 +303,15 @@ def corrected_pass_rate(
         note = "the judge's sensitivity + specificity is at most 1: its verdicts carry no information"
     rng = np.random.default_rng(seed)
     passes = rng.binomial(run_total, raw, size=iterations) / run_total
-    human = np.stack([rng.binomial(s.labelled, s.human_pass / s.labelled, size=iterations) for s in strata]).astype(
-        float
-    )
+    # each stratum's pass rate resampled from its count smoothed by half an item either way (as the stratified
+    # kappa is): a stratum that shows no failure may still hold some; unsmoothed, the interval of a rare failure
+    # class's corrected rate covered about 93.5 % instead of 95
+    human = np.stack(
+        [
+            rng.binomial(s.labelled, (s.human_pass + SMOOTHING) / (s.labelled + 2 * SMOOTHING), size=iterations)
+            for s in strata
+        ]
+    ).astype(float)
     se_b, sp_b = _se_sp(strata, human)
     youden = se_b + sp_b - 1.0
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -229,19 +229,27 @@ def paired_sample_size(
     difference = abs(float(difference))
     confidence = check_probability(confidence, "confidence")
     power = check_probability(power, "power")
-    if (sd is None) == (discordant is None):
-        raise ValueError("give exactly one of sd (of per-question differences) or discordant (fraction that flips)")
-    if discordant is not None:
-        discordant = check_probability(discordant, "discordant")
-        variance = discordant - difference**2
-        if variance <= 0:
-            raise ValueError(
-                f"a change of {difference} needs more than {difference:.0%} of questions to flip ({discordant} given)"
-            )
-        sd = math.sqrt(variance)
-    else:
-        sd = _check_sd(sd)
+    sd = _paired_sd(difference, sd=sd, discordant=discordant)
     return math.ceil((_z_total(confidence, power) * sd / difference) ** 2)
+
+
+def _paired_sd(change: float, *, sd: float | None, discordant: float | None, name: str = "discordant") -> float:
+    """The sd of per-question differences: ``sd`` itself, or from the share of questions that flip.
+
+    For pass/fail scores each difference is -1, 0 or +1, so ``sd**2 = discordant - change**2``.
+    """
+    if (sd is None) == (discordant is None):
+        raise ValueError(f"give exactly one of sd (of per-question differences) or {name} (fraction that flips)")
+    if discordant is None:
+        return _check_sd(sd)
+    discordant = check_probability(discordant, name)
+    variance = discordant - change**2
+    if variance <= 0:
+        raise ValueError(
+            f"a change of {abs(change):g} needs more than {100 * change**2:.1f} % of questions to flip "
+            f"({discordant} given)"
+        )
+    return math.sqrt(variance)
 
 
 def detectable_difference(n: int, *, sd: float, confidence: float = 0.95, power: float = 0.8) -> float:

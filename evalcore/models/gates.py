@@ -91,6 +91,11 @@ class GateDecisionRecord(models.Model):
     judge_validation = models.JSONField(
         null=True, blank=True, help_text="For judge metrics: the judge's validation against people."
     )
+    to_settle = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="For review decisions: what would settle it, in words (sentence) and numbers (the planner's).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

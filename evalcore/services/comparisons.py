@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+import pandas as pd
 from django.conf import settings
 from django.db import transaction
 
-from evalcore.engine import REVIEW, GateDecision, GateReport, gate_frame, overall_status
+from evalcore.engine import REVIEW, GateDecision, GateReport, gate_frame, overall_status, settle_review
 
 from ..models import Comparison, GateDecisionRecord, Run
 from ..selectors import run_rows_frame
@@ -26,6 +27,8 @@ from .scoring import is_judge_metric
 
 Progress = Callable[[int, int | None, str], None]
 SLICE_COLUMN = "type"
+#: The power a review decision's "what would settle this" is planned for.
+SETTLE_POWER = 0.8
 
 
 class ComparisonRefused(UserFacingError):
@@ -174,6 +177,11 @@ def compare_runs(
     decisions = [_under_judge_policy(d, validation, policy) if is_judge_metric(d.metric) else d for d in decisions]
     chosen = [m for m in chosen if m not in excluded]
     per_metric = {m: per_metric[m] for m in chosen}
+    to_settle = {
+        (d.metric, d.slice): _to_settle(d, data_status[(d.metric, d.slice)], base_frame, cand_frame, confidence)
+        for d in decisions
+        if d.status == REVIEW
+    }
     report = GateReport(
         decisions=tuple(decisions),
         overall=overall_status([d.status for d in decisions]),
@@ -225,6 +233,7 @@ def compare_runs(
                     judge_validation=validation.as_dict()
                     if validation is not None and is_judge_metric(d.metric)
                     else None,
+                    to_settle=to_settle.get((d.metric, d.slice)),
                     created_by=comparison.created_by,
                 )
                 for d in report.decisions
@@ -242,6 +251,103 @@ def _under_judge_policy(decision: GateDecision, validation: JudgeValidation | No
         return replace(decision, message=f"{decision.message} (warning: {validation.reason})")
     data_alone = f"the data alone say {decision.status}: {decision.message}"
     return replace(decision, status=REVIEW, message=f"{decision.metric}: {validation.reason}; {data_alone}")
+
+
+def _to_settle(
+    decision: GateDecision, data_status: str, base: pd.DataFrame, cand: pd.DataFrame, confidence: float
+) -> dict[str, Any]:
+    """What would settle a review decision: the planner's paired questions at the observed change and spread, in words.
+
+    A decision sent to review by the judge policy (the data alone passed or blocked) is settled by
+    validating the judge, not by more questions; one with fewer than two paired questions has no spread to plan from.
+    """
+    if data_status != REVIEW:
+        return {
+            "sentence": f"more paired questions would not settle this: the data alone say {data_status}; it is in review "
+            "because of the judge that scored it. Validate that judge against people (a labelling campaign and its "
+            "judge report), or re-score both runs with a judge that is validated and fit",
+            "questions": None,
+        }
+    common = base.index.intersection(cand.index, sort=False)
+    b = pd.to_numeric(base.loc[common, decision.metric], errors="coerce")
+    c = pd.to_numeric(cand.loc[common, decision.metric], errors="coerce")
+    in_slice = _in_slice(base.loc[common], decision.slice)
+    use = (b.notna() & c.notna() & in_slice).to_numpy()
+    scored = int(
+        (pd.to_numeric(base[decision.metric], errors="coerce").notna() & _in_slice(base, decision.slice)).sum()
+    )
+    scope = "the eval set" if decision.slice == "all" else f"slice {decision.slice}"
+    if use.sum() < 2:
+        return {
+            "sentence": f"too few paired questions to plan from ({int(use.sum())}); {scope} has {scored:,} scored on "
+            f"{decision.metric}: score more of them in both runs",
+            "questions": None,
+        }
+    plan = settle_review(
+        b.to_numpy()[use],
+        c.to_numpy()[use],
+        margin=decision.margin,
+        higher_is_better=decision.higher_is_better,
+        confidence=confidence,
+        power=SETTLE_POWER,
+        available=scored,
+    )
+    return {**asdict(plan), "sentence": plan.sentence(observed=True, scope=scope)}
+
+
+#: What settles reviews the judge policy made, said once for all of them.
+JUDGE_REVIEW_ADVICE = (
+    "More paired questions would not settle these: validate that judge against people (a labelling campaign and its "
+    "judge report), or re-score both runs with a judge that is validated and fit"
+)
+
+
+@dataclass(frozen=True)
+class ReviewsToSettle:
+    """A comparison's review decisions as a page or a table says what would settle them.
+
+    ``by_data`` are the decisions the data left open, each with its own plan (``to_settle``);
+    ``by_judge`` names, per metric, the slices the judge policy sent to review (one sentence
+    covers them all: validate the judge).
+    """
+
+    by_data: list[Any]
+    by_judge: dict[str, list[str]]
+
+    @property
+    def judge_sentence(self) -> str:
+        """The sentence for the reviews the judge policy made ("" when there are none)."""
+        if not self.by_judge:
+            return ""
+        named = "; ".join(
+            f"{metric} ({', '.join('overall' if s == 'all' else s for s in slices)})"
+            for metric, slices in self.by_judge.items()
+        )
+        return f"in review because of the judge that scored them, whatever the data say: {named}. {JUDGE_REVIEW_ADVICE}"
+
+
+def reviews_to_settle(decisions: Sequence[Any]) -> ReviewsToSettle:
+    """Sort review decisions (records or :func:`comparison_as_dict` dicts) by what settles them."""
+
+    def get(decision: Any, key: str) -> Any:
+        return decision[key] if isinstance(decision, Mapping) else getattr(decision, key)
+
+    by_data, by_judge = [], {}
+    for d in decisions:
+        if get(d, "status") != REVIEW or not get(d, "to_settle"):
+            continue
+        if get(d, "data_status") == REVIEW:
+            by_data.append(d)
+        else:
+            by_judge.setdefault(get(d, "metric"), []).append(get(d, "slice"))
+    return ReviewsToSettle(by_data, by_judge)
+
+
+def _in_slice(frame: pd.DataFrame, name: str) -> pd.Series:
+    """Which questions of a run's frame are in a slice ("all", or a question type as :func:`gate_frame` names it)."""
+    if name == "all" or SLICE_COLUMN not in frame.columns:
+        return pd.Series(True, index=frame.index)
+    return frame[SLICE_COLUMN].astype("string").fillna("(none)") == name
 
 
 def _finite(value: float) -> float | None:
@@ -282,6 +388,7 @@ def comparison_as_dict(comparison: Comparison) -> dict[str, Any]:
                 "message": d.message,
                 "data_status": d.data_status,
                 "judge": d.judge_validation,
+                "to_settle": d.to_settle,
             }
             for d in comparison.decisions.all()
         ],

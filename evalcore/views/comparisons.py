@@ -11,6 +11,7 @@ from ..forms import CompareForm
 from ..jobs import GateParams, request_gate
 from ..models import Comparison, Job
 from ..selectors import changed_rows, comparisons_list
+from ..services.comparisons import reviews_to_settle
 from .jobs import job_form_page
 
 
@@ -69,6 +70,7 @@ def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
         "changed": changed_rows(comparison, metric) if metric else [],
         "judge": next((d.judge_validation for d in decisions if d.judge_validation), None),
         "judge_metrics": sorted({d.metric for d in decisions if d.judge_validation}),
+        "to_settle": reviews_to_settle(decisions),
     }
     if request.htmx and request.GET.get("partial") == "changed":
         return render(request, "evalcore/comparison.html#changed", context)

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from evalcore.api import JobOutput
 from evalcore.api import _accepted as job_accepted
+from evalcore.selectors import run_by_ref
 from evalcore.services.problems import UserFacingError
 from labelstudio_lite.accounts.access import IsEvalOwner
 
@@ -36,6 +37,7 @@ from .selectors import (
     verdict_set_asked,
 )
 from .services.assignment import LabellingError, LeaseExpired, next_item, skip_item, submit_label
+from .services.campaigns import plan_assumptions, plan_campaign
 from .services.exports import DISAGREEMENT_FORMATS, disagreements_export, labels_export
 from .services.judge_report import judge_report
 from .services.remeasure import remeasure, remeasurement_open
@@ -196,6 +198,59 @@ class CampaignListApi(APIView):
                 for c in campaigns_list()
             ]
         )
+
+
+class CampaignPlanApi(APIView):
+    """What a campaign with these settings would sample and measure: the campaign form's live plan, as JSON."""
+
+    permission_classes = [IsEvalOwner]
+
+    class PlanInput(serializers.Serializer):
+        run = serializers.CharField(help_text="run name or #id")
+        evalset = serializers.CharField(required=False, help_text="NAME or NAME@VERSION, when run names repeat")
+        unit = serializers.ChoiceField(choices=Campaign.Unit.values)
+        size = serializers.IntegerField(min_value=1)
+        heldout_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.3)
+        overlap = serializers.IntegerField(min_value=1, max_value=20, default=1)
+        seed = serializers.IntegerField(min_value=0, default=7)
+        miss_rate = serializers.FloatField(
+            min_value=0.0, max_value=0.99, required=False, help_text="default: the judge's last validation, or 0.25"
+        )
+        false_fail_rate = serializers.FloatField(min_value=0.0, max_value=0.99, required=False, help_text="0.05")
+        target = serializers.FloatField(
+            min_value=0.001, max_value=1.0, required=False, help_text="half-width wanted on the miss rate (0.05)"
+        )
+
+    @extend_schema(
+        parameters=[PlanInput],
+        responses=inline_serializer(
+            "CampaignPlan",
+            {
+                "strata": serializers.ListField(),
+                "warnings": serializers.ListField(),
+                "precision": serializers.DictField(allow_null=True),
+            },
+        ),
+        summary="Plan a campaign: the strata it would sample and the half-widths its judge report will show",
+    )
+    def get(self, request: Request) -> Response:
+        data = self.PlanInput(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        try:
+            run = run_by_ref(values["run"], evalset=values.get("evalset"))
+            plan = plan_campaign(
+                run=run,
+                unit=values["unit"],
+                size=values["size"],
+                seed=values["seed"],
+                heldout_fraction=values["heldout_fraction"],
+                overlap=values["overlap"],
+                **plan_assumptions(values),
+            )
+        except UserFacingError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response({"run": run.name, **plan.as_dict()})
 
 
 class CampaignDetailApi(APIView):

@@ -8,6 +8,7 @@ urlpatterns = [
     path("label/<slug:name>/labels/", api.MyLabelsApi.as_view(), name="api-my-labels"),
     path("label/<slug:name>/skip/", api.SkipApi.as_view(), name="api-skip"),
     path("campaigns/", api.CampaignListApi.as_view(), name="api-campaigns"),
+    path("campaign-plan/", api.CampaignPlanApi.as_view(), name="api-campaign-plan"),
     path("campaigns/<slug:name>/", api.CampaignDetailApi.as_view(), name="api-campaign"),
     path("campaigns/<slug:name>/labels/", api.CampaignLabelsApi.as_view(), name="api-campaign-labels"),
     path("campaigns/<slug:name>/judge-report/", api.JudgeReportApi.as_view(), name="api-judge-report"),

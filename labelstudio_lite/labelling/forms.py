@@ -43,6 +43,30 @@ class CampaignForm(forms.Form):
         help_text="The question the judge answers, verbatim; default by unit.",
     )
     guidance = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    # the plan's assumptions: they shape the preview, not the campaign
+    miss_rate = forms.FloatField(
+        min_value=0.0,
+        max_value=0.99,
+        required=False,
+        label="Plan: assumed miss rate",
+        help_text="Share of failures the judge passes; blank: its last validation, else 0.25.",
+    )
+    false_fail_rate = forms.FloatField(
+        min_value=0.0,
+        max_value=0.99,
+        initial=0.05,
+        required=False,
+        label="Plan: assumed false-fail rate",
+        help_text="Share of passes the judge fails.",
+    )
+    target = forms.FloatField(
+        min_value=0.001,
+        max_value=1.0,
+        initial=0.05,
+        required=False,
+        label="Plan: target on the miss rate",
+        help_text="Half-width wanted: 0.05 is ± 5 points.",
+    )
 
 
 class AnswerForm(forms.Form):

@@ -185,7 +185,7 @@ CASES = [
         "sample size too few flips",
         lambda: e.paired_sample_size(0.3, discordant=0.05),
         ValueError,
-        r"^a change of 0.3 needs more than 30% of questions to flip \(0.05 given\)",
+        r"^a change of 0.3 needs more than 9.0 % of questions to flip \(0.05 given\)",
     ),
     (
         "sample size power",

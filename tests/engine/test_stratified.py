@@ -118,7 +118,9 @@ def test_with_equal_weights_the_rate_intervals_are_the_samples_wilson_intervals(
 def test_a_rate_of_zero_in_the_sample_still_gets_an_upper_bound():
     result = stratified_agreement([[[40, 0], [0, 0]], [[1, 5], [0, 16]]], [6.0, 1.0])
     assert result.miss_rate.estimate == 0.0 and result.miss_rate.low == 0.0
-    assert 0.1 < result.miss_rate.high < 0.3  # not "0-0 %": 16 failures caught cannot rule out a 15 % miss rate
+    # not "0-0 %": none of the 40 judge-passed items failed, but they stand for 240, and a 7 % failure rate among
+    # them (quite possible at 0 of 40) would be 17 misses beside the 16 failures caught
+    assert 0.3 < result.miss_rate.high < 0.6
 
 
 def test_a_class_people_never_used_leaves_its_rate_undefined_not_zero():

@@ -35,24 +35,6 @@ from tests.files import write_jsonl
 COUNTED = (EvalSet, EvalSetVersion, Question, Run, Row, RunChunk, JudgeConfig, Comparison, GateDecisionRecord)
 
 
-def pytest_collection_modifyitems(config, items):
-    """Benchmarks in this folder (marked ``benchmark``) run only with LSL_BENCHMARK=1.
-
-    They are deselected, not skipped, so CI's LSL_FORBID_SKIPS stays meaningful.
-    """
-    import os
-
-    if os.environ.get("LSL_BENCHMARK", "") in ("1", "true", "yes"):
-        return
-    here = str(Path(__file__).parent)
-    chosen, dropped = [], []
-    for item in items:
-        (dropped if "benchmark" in item.keywords and str(item.fspath).startswith(here) else chosen).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = chosen
-
-
 def url_of_the_test_database() -> str:
     """A DATABASE_URL that points a separate process (a worker, manage.py) at pytest's test database."""
     from django.db import connection

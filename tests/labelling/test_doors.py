@@ -137,6 +137,11 @@ DOORS: dict[tuple[str, str], Door] = {
     ),
     # the eval owners' API
     ("api-campaigns", "GET"): Door(False, OWNER_READS),
+    ("api-campaign-plan", "GET"): Door(
+        False,
+        "plans a campaign (strata and predicted half-widths), creates nothing",
+        query="run={run_name}&unit=answer&size=4",
+    ),
     ("api-campaign", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
     ("api-campaign-labels", "POST"): Door(True, EXPORTS, {"name": "{campaign}"}),
     ("api-judge-report", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),

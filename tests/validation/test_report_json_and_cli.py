@@ -73,6 +73,7 @@ def test_the_json_report_keeps_its_keys(campaign):
         "leakage",
         "heldout_spent",
         "corrected",
+        "more_labels",
     ]
     assert list(report["overall"]) == [
         "n",

@@ -5,13 +5,17 @@ then exported as few-shot examples."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 
 import pytest
+from django.core.management import call_command
+from django.urls import reverse
 from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.proportion import proportion_confint
 
+from evalcore.services.planning import plan_labels, spread
 from labelstudio_lite.labelling.models import ExportRecord, Item
 from labelstudio_lite.labelling.services.exports import (
     DISAGREEMENT_FIELDS,
@@ -126,6 +130,29 @@ def test_the_report_carries_no_warning_for_the_spec_campaign(campaign):
     assert report["statuses"] == {"agreed": 200}
     assert report["leakage"] == {"leaked_exports": [], "leaked_items": 0}
     assert report["heldout_spent"] is None
+
+
+def test_the_report_plans_more_labels_at_the_error_rates_it_measured(campaign, owner_client):
+    report = judge_report(campaign)
+    planned = plan_labels(
+        size=200,
+        miss_rate=22 / 50,
+        false_fail_rate=8 / 150,
+        strata={(s["stratum"], s["judge_supported"]): s["available"] for s in campaign.strata},
+    )
+    # the sample is the whole run (a Wilson interval on 50 failures) and the planner predicts the same width
+    assert planned.plan.report.miss_rate == pytest.approx(
+        (report.overall.miss_high - report.overall.miss_low) / 2, abs=0.01
+    )
+    assert report.more_labels == (
+        f"with these 200 labelled answers the miss rate is {spread('miss_rate', planned.plan.report.miss_rate)}; "
+        f"± 5 points on the miss rate is out of reach: every one of the run's 200 items gives ± 13 points"
+    )
+    out = io.StringIO()
+    call_command("judge_report", campaign.name, stdout=out)
+    assert f"plan: {report.more_labels}" in out.getvalue()
+    page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
+    assert html.escape(f"Plan: {report.more_labels}.") in page
 
 
 def test_the_corrected_pass_rate_recovers_the_true_75_percent_from_the_judges_82(campaign):

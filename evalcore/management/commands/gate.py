@@ -9,7 +9,7 @@ from evalcore.engine import BLOCK, PASS, REVIEW
 
 from ...jobs import GateParams, request_gate
 from ...models import Comparison
-from ...services.comparisons import comparison_as_dict
+from ...services.comparisons import comparison_as_dict, reviews_to_settle
 from ...services.judge_fitness import JUDGE_POLICIES
 from ..cli import base_and_candidate, run_job_cli
 
@@ -119,6 +119,12 @@ def render_table(data: dict) -> str:
     judge = next((d["judge"] for d in data["decisions"] if d.get("judge")), None)
     if judge:
         lines.append(f"judge metrics: {judge['reason']} · judge policy: {data['judge_policy']}")
+    reviews = reviews_to_settle(data["decisions"])
+    for d in reviews.by_data:
+        where = "" if d["slice"] == "all" else f" in slice {d['slice']}"
+        lines.append(f"to settle {d['metric']}{where}: {d['to_settle']['sentence']}")
+    if reviews.by_judge:
+        lines.append(f"to settle the rest: {reviews.judge_sentence}")
     for rate in data.get("judge_rates") or []:
         corrected = (
             f"{100 * rate['corrected']:.1f} % ({100 * rate['low']:.1f}–{100 * rate['high']:.1f} %)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +14,15 @@ from django.db import transaction
 
 from evalcore.engine.sampling import stratified_allocation
 from evalcore.models import Row, Run
+from evalcore.services.judge_fitness import judge_validation
 from evalcore.services.names import InvalidName, check_name
+from evalcore.services.planning import (
+    DEFAULT_FALSE_FAIL_RATE,
+    DEFAULT_MISS_RATE,
+    DEFAULT_TARGET,
+    LabelPlanning,
+    plan_labels,
+)
 from evalcore.services.problems import UserFacingError
 from evalcore.services.summaries import slice_name
 
@@ -75,13 +84,34 @@ def population(run: Run, unit: str) -> list[Candidate]:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a campaign would sample: per stratum, how many exist and how many are taken."""
+    """What a campaign would sample (per stratum, how many exist and how many are taken) and what it will measure.
+
+    ``precision`` is the planner's answer for this run's strata (None, with ``precision_error``, when
+    the assumptions cannot be planned with).
+    """
 
     unit: str
     size: int
     strata: list[dict[str, Any]]
     chosen: list[tuple[Candidate, str, float]] = field(repr=False)
     warnings: list[str]
+    precision: LabelPlanning | None = None
+    precision_error: str | None = None
+    assumed_from: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, for the API: the strata, the warnings and the plan."""
+        return {
+            "unit": self.unit,
+            "size": self.size,
+            "sampled": self.total_sampled,
+            "available": self.total_available,
+            "strata": self.strata,
+            "warnings": self.warnings,
+            "precision": self.precision.as_dict() if self.precision else None,
+            "precision_error": self.precision_error,
+            "assumed_from": self.assumed_from,
+        }
 
     @property
     def total_available(self) -> int:
@@ -162,8 +192,45 @@ def _check_new_name(name: str) -> None:
         raise CampaignError(f"a campaign named {name!r} already exists; choose another name")
 
 
-def plan_campaign(*, run: Run, unit: str, size: int, seed: int = 7, heldout_fraction: float = 0.3) -> Plan:
-    """Return the sample a campaign with these settings takes (the same seed gives the same items)."""
+def _assumed_miss_rate(run: Run, miss_rate: float | None) -> tuple[float, str]:
+    """The miss rate to plan with: the one given, else the last validation of the run's judge, else the default."""
+    if miss_rate is not None:
+        return miss_rate, "typed in"
+    validation = judge_validation(run.judge_config) if run.judge_config_id else None
+    if validation is not None and validation.miss_rate:
+        return validation.miss_rate, f"the last validation of this judge (campaign {validation.campaign})"
+    if validation is not None and validation.miss_rate == 0 and validation.miss_high:
+        # planning at a measured 0 would promise intervals no sample delivers: take the interval's upper end
+        return validation.miss_high, (
+            f"the upper end of the last validation's interval (campaign {validation.campaign} measured 0 %)"
+        )
+    return DEFAULT_MISS_RATE, "a default: this judge was never validated"
+
+
+def plan_assumptions(data: dict[str, Any]) -> dict[str, float]:
+    """The plan's assumptions among a form's or a request's values (blank ones left to :func:`plan_campaign`)."""
+    return {key: data[key] for key in ("miss_rate", "false_fail_rate", "target") if data.get(key) is not None}
+
+
+def plan_campaign(
+    *,
+    run: Run,
+    unit: str,
+    size: int,
+    seed: int = 7,
+    heldout_fraction: float = 0.3,
+    overlap: int = 1,
+    miss_rate: float | None = None,
+    false_fail_rate: float = DEFAULT_FALSE_FAIL_RATE,
+    target: float = DEFAULT_TARGET,
+) -> Plan:
+    """Return the sample a campaign with these settings takes (the same seed gives the same items), and its plan.
+
+    The plan (:func:`evalcore.services.planning.plan_labels`) predicts the judge report's half-widths
+    from the run's strata, the assumed judge error rates (the miss rate of the judge's last
+    validation unless one is given) and the overlap and held-out fraction; and the items ``target``
+    (a half-width of the miss rate) needs.
+    """
     if unit not in Campaign.Unit.values:
         raise CampaignError(f"unit must be 'answer' or 'claim', got {unit!r}")
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -191,7 +258,30 @@ def plan_campaign(*, run: Run, unit: str, size: int, seed: int = 7, heldout_frac
         warnings.append(
             f"only {failures} sampled items are ones the judge marked unsupported: the miss rate will rest on few items"
         )
-    return Plan(unit=unit, size=size, strata=strata, chosen=chosen, warnings=warnings)
+    assumed_miss, assumed_from = _assumed_miss_rate(run, miss_rate)
+    precision = error = None
+    try:
+        precision = plan_labels(
+            size=size,
+            target=target,
+            miss_rate=assumed_miss,
+            false_fail_rate=false_fail_rate,
+            strata=Counter(c.stratum for c in candidates),
+            heldout_fraction=heldout_fraction,
+            overlap=overlap,
+        )
+    except UserFacingError as exc:
+        error = str(exc)
+    return Plan(
+        unit=unit,
+        size=size,
+        strata=strata,
+        chosen=chosen,
+        warnings=warnings,
+        precision=precision,
+        precision_error=error,
+        assumed_from=assumed_from,
+    )
 
 
 def campaign_create(

@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from evalcore.services.planning import about, plan_labels, spread
+from evalcore.services.problems import UserFacingError
+
 from ..models import Campaign, VerdictSet
 from ..results import Result
 from ..selectors import FinalStatus, judge_verdicts
@@ -86,6 +89,7 @@ class JudgeReport(Result):
     leakage: Leakage
     heldout_spent: HeldoutSpent | None
     corrected: CorrectedPassRate | None
+    more_labels: str | None = None  # the planner at the judge's measured error rates: what a target would take
     answers: CoreStats | None = None  # claim campaigns: the same rolled up to whole answers
 
     def as_dict(self) -> dict[str, Any]:
@@ -162,6 +166,34 @@ def _oversampled(campaign: Campaign) -> bool:
     return any(abs(s["sampled"] / s["available"] - first) > 0.01 for s in campaign.strata if s["available"])
 
 
+def more_labels(stats: CoreStats, strata: dict[str, tuple[int, bool]], *, unit_word: str) -> str | None:
+    """What more labels would buy, planned at the error rates these labels show (None where they show too little).
+
+    "With these 180 labelled answers the miss rate is ± 11 points; for ± 5 points on the miss rate you
+    need about 1,150 items (970 more)": the campaign's own design, the judge's measured miss and
+    false-fail rates and the failure share people found, weighted to the run.
+    """
+    rates = (stats.miss_rate, stats.false_fail_rate, stats.people_unsupported_rate)
+    if stats.n < 2 or not strata or any(r is None or not 0 < r < 1 for r in rates):
+        return None
+    try:
+        planned = plan_labels(
+            size=stats.n,
+            miss_rate=stats.miss_rate,
+            false_fail_rate=stats.false_fail_rate,
+            strata={(name, passed): count for name, (count, passed) in strata.items()},
+        )
+    except UserFacingError:  # the measured rates and the run's verdicts disagree: nothing to plan from
+        return None
+    needed = planned.needed
+    now = f"with these {stats.n:,} labelled {unit_word} the miss rate is {spread('miss_rate', planned.plan.report.miss_rate)}"
+    if needed.items is None:
+        return f"{now}; {planned.target_sentence}"
+    if needed.items <= stats.n:
+        return f"{now}: within the {spread('miss_rate', needed.target)} planned for"
+    return f"{now}; {planned.target_sentence} ({about(needed.items - stats.n)} more), at the error rates measured here"
+
+
 def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -> JudgeReport:
     """Build the whole report: of the run's judge, or of an imported verdict set (a new judge config)."""
     word = unit_word(campaign)
@@ -201,6 +233,7 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
         leakage=leaked,
         heldout_spent=spent,
         corrected=corrected_pass_rate(campaign, pairs) if verdict_set is None else None,
+        more_labels=more_labels(stats, strata, unit_word=word) if verdict_set is None else None,
         answers=(
             core_stats(rollup_to_answers(pairs), unit_word="answers", seed=campaign.seed)
             if campaign.unit == Campaign.Unit.CLAIM

@@ -19,6 +19,7 @@ from typing import Any
 from evalcore.engine import binary_agreement, proportion_interval, stratified_agreement
 from evalcore.engine.judge import Stratum, kappa_bootstrap
 from evalcore.engine.judge import corrected_pass_rate as engine_corrected_pass_rate
+from evalcore.engine.planning import SELF_WEIGHTING  # strata weights within this ratio: the sample counts as it is
 
 from ..models import Campaign, Item
 from ..results import Result
@@ -26,7 +27,6 @@ from ..selectors import final_labels
 from .campaigns import population, stratum_label
 
 ITERATIONS = 10_000
-SELF_WEIGHTING = 1.25  # strata weights within this ratio: the sample is counted as it is
 SUPPORTED, UNSUPPORTED = 1, 0
 
 

@@ -23,7 +23,13 @@ from ..selectors import (
     final_label_counts,
 )
 from ..services.adjudication import adjudicate
-from ..services.campaigns import campaign_create, campaign_remove_annotator, campaign_set_annotators, plan_campaign
+from ..services.campaigns import (
+    campaign_create,
+    campaign_remove_annotator,
+    campaign_set_annotators,
+    plan_assumptions,
+    plan_campaign,
+)
 from ..services.exports import LABEL_FORMATS, labels_export
 from .actions import Done, form_post, import_upload
 
@@ -60,12 +66,12 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 @eval_owner_required
 def campaign_preview(request: HttpRequest) -> HttpResponse:
-    """The strata a campaign with these settings would sample, before creating it."""
+    """The strata a campaign with these settings would sample and what it will measure, before creating it."""
     form = CampaignForm(request.POST)
     form.is_valid()
     data = form.cleaned_data
     plan = error = None
-    if all(k in data for k in ("run", "unit", "size", "seed", "heldout_fraction")):
+    if all(k in data for k in ("run", "unit", "size", "seed", "heldout_fraction", "overlap")):
         try:
             plan = plan_campaign(
                 run=data["run"],
@@ -73,6 +79,8 @@ def campaign_preview(request: HttpRequest) -> HttpResponse:
                 size=data["size"],
                 seed=data["seed"],
                 heldout_fraction=data["heldout_fraction"],
+                overlap=data["overlap"],
+                **plan_assumptions(data),
             )
         except UserFacingError as exc:
             error = str(exc)

@@ -34,6 +34,8 @@ class Command(BaseCommand):
         self.stdout.write(report.verdict.line)
         for warning in report.warnings:
             self.stdout.write(f"warning: {warning}")
+        if report.more_labels:
+            self.stdout.write(f"plan: {report.more_labels}")
         if not o.n:
             return
         self.stdout.write(
