@@ -9,7 +9,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from ..models import JudgeConfig
-from .fields import FieldError, as_dict, as_number, as_text, json_safe
+from .fields import FieldError, as_dict, as_number, as_text, check_depth, checked_text, extra_fields
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 
 JUDGE_FIELDS = {"model", "model_version", "prompt", "temperature", "claim_splitting", "library_versions"}
@@ -31,18 +31,20 @@ def normalize_judge_config(raw: dict[str, Any], display: str = "judge config") -
         )
     out: dict[str, Any] = {}
     try:
+        check_depth(raw)
         out["model"] = as_text(raw.get("model"), "model", required=True)
         out["model_version"] = as_text(raw.get("model_version"), "model_version")
         out["prompt"] = as_text(raw.get("prompt"), "prompt")
         out["temperature"] = as_number(raw.get("temperature"), "temperature")
         out["claim_splitting"] = as_text(raw.get("claim_splitting"), "claim_splitting")
         out["library_versions"] = {
-            str(k): str(v) for k, v in as_dict(raw.get("library_versions"), "library_versions").items()
+            checked_text(str(k), "library_versions"): checked_text(str(v), f"library_versions.{k}")
+            for k, v in as_dict(raw.get("library_versions"), "library_versions").items()
         }
+        out["extra"] = extra_fields(raw, JUDGE_FIELDS)
     except FieldError as error:
-        problems.add(None, error.field, error.message)
+        problems.add(None, error.field or None, error.message)
     problems.raise_if_any()
-    out["extra"] = {k: json_safe(v) for k, v in raw.items() if k not in JUDGE_FIELDS}
     out["prompt_hash"] = hashlib.sha256(out["prompt"].encode()).hexdigest()
     out["config_hash"] = hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()
     return out

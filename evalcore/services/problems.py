@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .limits import limits
+
 
 @dataclass(frozen=True)
 class ImportProblem:
@@ -25,7 +27,14 @@ class ImportProblem:
 
 
 class UserFacingError(Exception):
-    """An error whose message tells the user what went wrong and what to do; shown as is."""
+    """An error whose message tells the user what went wrong and what to do; shown as is.
+
+    ``field`` names the input it is about, when it is about one (an API answers ``{field: [message]}``).
+    """
+
+    def __init__(self, message: str = "", *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class ImportFailed(UserFacingError):
@@ -42,9 +51,9 @@ class ImportFailed(UserFacingError):
 class ProblemCollector:
     """Collect problems up to a limit; the import stops (and rolls back) once any were found."""
 
-    def __init__(self, file: str, limit: int = 50) -> None:
+    def __init__(self, file: str, limit: int | None = None) -> None:
         self.file = file
-        self.limit = limit
+        self.limit = limit if limit is not None else limits().problems
         self.problems: list[ImportProblem] = []
         self.truncated = False
 
