@@ -189,8 +189,14 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # JSON bodies are read within the input limits (depth, finite numbers): see labelstudio_lite/rest.py
+    "DEFAULT_PARSER_CLASSES": [
+        "labelstudio_lite.rest.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "labelstudio_lite.schema.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "labelstudio_lite.rest.Pagination",
     "PAGE_SIZE": 100,
 }
 SPECTACULAR_SETTINGS = {

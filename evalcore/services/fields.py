@@ -66,7 +66,8 @@ def checked_text(text: str, field: str) -> str:
         raise FieldError(field, limit.message(f"is {len(text):,} characters long", "field_chars"))
     if "\x00" in text:
         raise FieldError(
-            field, f"holds a NUL character (\\u0000) at position {text.index(chr(0)) + 1}; remove it or the text is refused"
+            field,
+            f"holds a NUL character (\\u0000) at position {text.index(chr(0)) + 1}; remove it or the text is refused",
         )
     return text
 
@@ -99,15 +100,14 @@ def as_number(value: Any, field: str, *, allow_none: bool = True, nan_is_null: b
         raise FieldError(field, "is required: a number")
     if isinstance(value, bool):
         raise FieldError(field, f"must be a number, got a boolean {value!r}")
-    if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            raise FieldError(field, f"must be a number, got {value!r:.40}") from None
-    else:
+    if not isinstance(value, (int, float, str)):
         raise FieldError(field, f"must be a number, got {type(value).__name__}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise FieldError(field, f"must be a number, got {value!r:.40}") from None
+    except OverflowError:
+        raise FieldError(field, f"must be a finite number, got one of {len(str(value)):,} digits") from None
     if math.isnan(number) and nan_is_null:
         return None
     if not math.isfinite(number):
@@ -131,14 +131,19 @@ def decoded(value: Any, field: str) -> Any:
     return value
 
 
-def parse_json(text: str | bytes, field: str | None = None) -> Any:
+def parse_json(text: str | bytes, field: str | None = None, *, finite: bool = False) -> Any:
     """Parse JSON text within the nesting limit; :class:`FieldError` on ``field`` says what is wrong and where.
 
-    NaN and infinite numbers parse (as floats) so that the field rules refuse them by name; a
+    NaN and infinite numbers parse (as floats) so that the field rules refuse them by name, unless
+    ``finite``: then they are refused here (API bodies and forms, where no field rule follows). A
     value nested deeper than ``IMPORT_MAX_DEPTH`` is refused before anything walks it.
     """
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float) if finite else json.loads(text)
+    except _NotFinite as error:
+        raise FieldError(
+            field or "", f"holds {error}, which is not a finite number; JSON numbers must be finite"
+        ) from None
     except json.JSONDecodeError as error:
         where = f"line {error.lineno}, column {error.colno}" if error.lineno > 1 else f"column {error.colno}"
         raise FieldError(field or "", f"holds malformed JSON ({error.msg}, {where})") from None
@@ -147,6 +152,30 @@ def parse_json(text: str | bytes, field: str | None = None) -> Any:
     except UnicodeDecodeError as error:
         raise FieldError(field or "", f"is not UTF-8 text ({error.reason} at byte {error.start + 1})") from None
     check_depth(value, field)
+    return value
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise _NotFinite(text)
+    return number
+
+
+def parse_json_object(text: str, what: str) -> dict[str, Any]:
+    """Parse the text of a JSON object (a config typed into a form or sent in a field), finite and within the limits."""
+    value = parse_json(text, what, finite=True)
+    if not isinstance(value, dict):
+        raise FieldError(what, f"must be a JSON object {{...}}, got {type(value).__name__}")
+    json_safe(value, what)
     return value
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .limits import limits
 
@@ -73,3 +75,16 @@ class ProblemCollector:
     def raise_if_any(self) -> None:
         if self.problems:
             raise ImportFailed(self.problems, truncated=self.truncated)
+
+
+T = TypeVar("T")
+
+
+def about_field(field: str, check: Callable[[], T]) -> T:
+    """Run a check of one input; a refusal that names no input is said to be about ``field``."""
+    try:
+        return check()
+    except UserFacingError as error:
+        if error.field is None:
+            error.field = field
+        raise

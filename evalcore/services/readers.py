@@ -129,7 +129,9 @@ def text_lines(path: Path, name: str, problems: ProblemCollector) -> Iterator[tu
         head = handle.read(4)
         wide = next((bom for bom in _WIDE_BOMS if head.startswith(bom)), None)
         if wide is not None:
-            problems.add(None, None, f"is {_WIDE_BOMS[wide]} text (it starts with its byte order mark); save it as UTF-8")
+            problems.add(
+                None, None, f"is {_WIDE_BOMS[wide]} text (it starts with its byte order mark); save it as UTF-8"
+            )
             return
         handle.seek(3 if head.startswith(codecs.BOM_UTF8) else 0)
         line_no = 0
@@ -141,7 +143,9 @@ def text_lines(path: Path, name: str, problems: ProblemCollector) -> Iterator[tu
             if len(raw) > limit.line_bytes and not raw.endswith(b"\n"):
                 while (rest := handle.readline(1 << 20)) and not rest.endswith(b"\n"):
                     pass
-                problems.add(line_no, None, limit.message(f"the line is longer than {limit.line_bytes:,} bytes", "line_bytes"))
+                problems.add(
+                    line_no, None, limit.message(f"the line is longer than {limit.line_bytes:,} bytes", "line_bytes")
+                )
             else:
                 try:
                     text = raw.decode("utf-8")
