@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labelstudio_lite.accounts.access import IsEvalOwner
-from labelstudio_lite.rest import JSONObjectField, JSONParser, Pagination
+from labelstudio_lite.rest import JSONObjectField, JSONParser, Pagination, StrictBooleanField
 
 from .jobs import (
     EvalSetImportParams,
@@ -136,14 +136,14 @@ class QuestionListApi(EvalOwnerAPIView):
 
 
 class EvalSetImportApi(EvalOwnerAPIView):
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]
 
     class EvalSetImportInput(serializers.Serializer):
         file = serializers.FileField()
         name = serializers.SlugField(max_length=100)
         format = serializers.ChoiceField(choices=FORMATS, required=False)
-        extend = serializers.BooleanField(required=False, default=False)
-        base = serializers.IntegerField(required=False, min_value=1)
+        extend = StrictBooleanField(required=False, default=False)
+        base = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
         description = serializers.CharField(required=False, allow_blank=True, default="")
 
     @extend_schema(
@@ -233,8 +233,12 @@ class RowListApi(EvalOwnerAPIView):
     pagination_class = Pagination
 
     class RowFilterInput(serializers.Serializer):
-        type = serializers.CharField(required=False, max_length=100, help_text="only rows of this question type")
-        metric = serializers.CharField(required=False, max_length=100, help_text="filter on this metric's value")
+        type = serializers.CharField(
+            required=False, allow_blank=True, max_length=100, help_text="only rows of this question type"
+        )
+        metric = serializers.CharField(
+            required=False, allow_blank=True, max_length=100, help_text="filter on this metric's value"
+        )
         min = serializers.FloatField(required=False, help_text="lowest value of the metric (inclusive)")
         max = serializers.FloatField(required=False, help_text="highest value of the metric (inclusive)")
 
@@ -268,14 +272,14 @@ class RowListApi(EvalOwnerAPIView):
 
 
 class RunImportApi(EvalOwnerAPIView):
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]
 
     class RunImportInput(serializers.Serializer):
         file = serializers.FileField()
         evalset = serializers.CharField(max_length=120, help_text="NAME or NAME@VERSION")
         name = serializers.SlugField(max_length=150)
         format = serializers.ChoiceField(choices=FORMATS, required=False)
-        k = serializers.IntegerField(required=False, min_value=1)
+        k = serializers.IntegerField(required=False, min_value=1, max_value=10_000)
         gain = serializers.ChoiceField(choices=GAINS, default="exponential")
         chunks = serializers.FileField(required=False)
         judge_config = JSONObjectField(

@@ -10,6 +10,7 @@ import codecs
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import parsers, serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.pagination import LimitOffsetPagination
@@ -32,6 +33,7 @@ class JSONParser(parsers.JSONParser):
             raise ParseError(f"JSON parse error: the body {error.message}") from None
 
 
+@extend_schema_field({"type": "object", "additionalProperties": True})
 class JSONObjectField(serializers.JSONField):
     """A JSON object (a judge or system config): given as JSON text in a form field, or as an object in a JSON body."""
 
@@ -85,3 +87,25 @@ class Pagination(LimitOffsetPagination):
         for parameter in parameters:
             parameter["schema"].update(bounds.get(parameter["name"], {}))
         return parameters
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """A boolean given as JSON ``true``/``false`` or, in a form, the text ``true``/``false``: not 1, "yes" or "on"."""
+
+    default_error_messages = {"invalid": "must be true or false"}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if isinstance(data, bool):
+            return data
+        if isinstance(data, str) and data in ("true", "false"):
+            return data == "true"
+        self.fail("invalid")
+
+
+#: The largest id a database row can have (a 64-bit signed integer): a larger one is refused, not looked up.
+MAX_ID = 2**63 - 1
+
+
+def id_field(**kwargs: Any) -> serializers.IntegerField:
+    """An integer field for a row's id: from 1 to :data:`MAX_ID`."""
+    return serializers.IntegerField(min_value=1, max_value=MAX_ID, **kwargs)

@@ -13,6 +13,9 @@ from drf_spectacular import openapi
 from drf_spectacular.types import OpenApiTypes
 from rest_framework import serializers
 
+#: The pattern of text that holds no NUL character (no database stores one in text).
+NO_NUL = "^[^\\x00]*$"
+
 
 class ErrorOutput(serializers.Serializer):
     detail = serializers.CharField(help_text="What went wrong, and what to do about it.")
@@ -36,6 +39,19 @@ class AutoSchema(openapi.AutoSchema):
                         "The input, field by field: {field: [message]}, or {detail: message}"
                     )
         return responses
+
+    def _map_serializer_field(self, field: Any, direction: Any, bypass_extensions: bool = False) -> dict[str, Any]:
+        """A text input field also says it refuses the NUL character (every DRF CharField does)."""
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if (
+            direction == "request"
+            and isinstance(field, serializers.CharField)
+            and schema.get("type") == "string"
+            and "pattern" not in schema
+            and "format" not in schema
+        ):
+            schema["pattern"] = NO_NUL
+        return schema
 
     def _has_query_parameters(self) -> bool:
         return any(parameter.get("in") == "query" for parameter in self._get_parameters())

@@ -5,6 +5,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
 
 from . import views
 
+handler404 = "labelstudio_lite.views.not_found"
+handler500 = "labelstudio_lite.views.server_error"
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
