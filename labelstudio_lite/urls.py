@@ -1,3 +1,5 @@
+from csp.constants import UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -18,5 +20,12 @@ urlpatterns = [
     path("api/", include("evalcore.api_urls")),
     path("api/", include("labelstudio_lite.labelling.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-docs"),
+    # Redoc styles itself with <style> elements and searches in a blob: worker: allowed on its page only
+    path(
+        "api/docs/",
+        csp_update({"style-src": [UNSAFE_INLINE], "worker-src": ["blob:"]})(
+            SpectacularRedocView.as_view(url_name="api-schema", template_name="api_docs.html")
+        ),
+        name="api-docs",
+    ),
 ]
