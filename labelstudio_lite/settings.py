@@ -261,15 +261,9 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "labelstudio_lite.schema.AutoSchema",
-    # Every client is throttled (429 with Retry-After, logged): per user with a token or session, per address without.
-    "DEFAULT_THROTTLE_CLASSES": [
-        "labelstudio_lite.throttles.UserRateThrottle",
-        "labelstudio_lite.throttles.AnonRateThrottle",
-    ],
-    "DEFAULT_THROTTLE_RATES": {
-        "user": envstr("API_THROTTLE_USER", "1200/minute"),
-        "anon": envstr("API_THROTTLE_ANON", "60/minute"),
-    },
+    # Every user is throttled (429 with Retry-After, logged); requests without credentials are refused before.
+    "DEFAULT_THROTTLE_CLASSES": ["labelstudio_lite.throttles.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"user": envstr("API_THROTTLE_USER", "1200/minute")},
     "DEFAULT_PAGINATION_CLASS": "labelstudio_lite.rest.Pagination",
     "PAGE_SIZE": 100,
 }

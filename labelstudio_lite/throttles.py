@@ -1,8 +1,8 @@
-"""API throttles (DRF's), whose rates follow the settings and whose refusals are logged.
+"""The API throttle (DRF's), whose rate follows the settings and whose refusals are logged.
 
 A throttled client gets 429 with ``Retry-After`` and "Request was throttled. Expected available in
-N seconds." Rates: ``API_THROTTLE_USER`` per user (token or session), ``API_THROTTLE_ANON`` per
-address for requests without credentials.
+N seconds." The rate is ``API_THROTTLE_USER`` per user (token or session); a request without
+credentials is refused (401) before any throttle, and logins are locked out by django-axes.
 """
 
 from __future__ import annotations
@@ -39,8 +39,4 @@ class _Logged:
 
 
 class UserRateThrottle(_Logged, throttling.UserRateThrottle):
-    pass
-
-
-class AnonRateThrottle(_Logged, throttling.AnonRateThrottle):
     pass
