@@ -1,9 +1,7 @@
-from csp.constants import UNSAFE_INLINE
-from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from . import views
 
@@ -20,12 +18,10 @@ urlpatterns = [
     path("api/", include("evalcore.api_urls")),
     path("api/", include("labelstudio_lite.labelling.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    # Redoc styles itself with <style> elements and searches in a blob: worker: allowed on its page only
+    # Swagger UI with its start-up script served as a file (no inline script): it passes the CSP as is
     path(
         "api/docs/",
-        csp_update({"style-src": [UNSAFE_INLINE], "worker-src": ["blob:"]})(
-            SpectacularRedocView.as_view(url_name="api-schema", template_name="api_docs.html")
-        ),
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api_docs.html"),
         name="api-docs",
     ),
 ]
