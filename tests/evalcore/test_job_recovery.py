@@ -38,6 +38,12 @@ def running_job(runner: str, path: str = "/nowhere.jsonl") -> Job:
     )
 
 
+def import_questions(folder: Path, name: str) -> None:
+    """Start a command that runs a job (an eval set import), as the next person at the terminal would."""
+    path = write_jsonl(folder / f"{name}.jsonl", QUESTIONS)
+    call_command("import_evalset", str(path), "--name", name, "--quiet", stdout=io.StringIO())
+
+
 def saved_upload(settings) -> Path:
     folder = Path(settings.MEDIA_ROOT) / "uploads" / ("a" * 32)
     folder.mkdir(parents=True)
@@ -52,14 +58,7 @@ def test_the_next_command_marks_a_killed_jobs_failed_with_the_reason_and_deletes
     upload = saved_upload(settings)
     killed = running_job(f"{host}:{dead_pid()}:12345", str(upload))
 
-    call_command(
-        "import_evalset",
-        str(write_jsonl(tmp_path / "q.jsonl", QUESTIONS)),
-        "--name",
-        "next",
-        "--quiet",
-        stdout=io.StringIO(),
-    )
+    import_questions(tmp_path, "next")
 
     killed.refresh_from_db()
     assert killed.status == Job.Status.FAILED and killed.finished_at is not None
@@ -118,14 +117,7 @@ def test_an_import_killed_midway_is_failed_by_the_next_command_and_wrote_nothing
     job = Job.objects.get(runner__contains=f":{process.pid}:")
     assert job.status == Job.Status.RUNNING  # nobody has looked yet
 
-    call_command(
-        "import_evalset",
-        str(write_jsonl(tmp_path / "q.jsonl", QUESTIONS)),
-        "--name",
-        "after",
-        "--quiet",
-        stdout=io.StringIO(),
-    )
+    import_questions(tmp_path, "after")
 
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and f"pid {process.pid}" in job.error

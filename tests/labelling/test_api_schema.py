@@ -20,8 +20,7 @@ from rest_framework.authtoken.models import Token
 from evalcore.jobs import IMPORT_RUN
 from evalcore.models import Job
 from evalcore.services.comparisons import compare_runs
-from labelstudio_lite.labelling.services.remeasure import remeasurement_open
-from tests.factories import JUDGE, QUESTIONS, import_verdicts, label_items, make_eval_set, make_run, ok_row, qid_of
+from tests.factories import JUDGE, QUESTIONS, make_eval_set, make_run, ok_row
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -84,22 +83,9 @@ def fuzz(url: str, token: str, toml: str, tmp_path) -> subprocess.CompletedProce
 
 
 @pytest.fixture
-def world(small_run, make_campaign, owner, annotator, tmp_path, settings):
+def world(tuned_campaign, owner, tmp_path, settings):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"user": "100000/minute"}}
-    campaign = make_campaign(
-        run=small_run, name="fuzzed", heldout_fraction=0.5, overlap=2, annotators=[owner, annotator]
-    )
-    label_items(
-        campaign=campaign, user=annotator, value=lambda item: "unsupported" if item.position % 3 else "supported"
-    )
-    verdict_set = import_verdicts(
-        folder=tmp_path,
-        campaign=campaign,
-        file="tuned.jsonl",
-        judge_config={**JUDGE, "prompt": "tuned"},
-        records=[{"question_id": qid_of(i), "supported": i % 2 == 0} for i in range(12)],
-    ).verdict_set
-    remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=owner)
+    campaign, verdict_set = tuned_campaign.campaign, tuned_campaign.verdict_set
     make_eval_set(folder=tmp_path / "support", questions=QUESTIONS, name="support")
     rows = [ok_row(q["id"]) for q in QUESTIONS]
     base = make_run(folder=tmp_path / "support", rows=rows, evalset="support", name="base", k=3, judge_config=JUDGE)

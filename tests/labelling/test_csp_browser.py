@@ -12,7 +12,7 @@ from evalcore.models import Comparison, Job, Row
 from evalcore.services.comparisons import compare_runs
 from labelstudio_lite.labelling.models import Label
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
-from tests.factories import JUDGE, import_verdicts, label_items, make_marked_run, qid_of
+from tests.factories import make_marked_run
 
 from .test_browser import page  # noqa: F401
 
@@ -60,21 +60,11 @@ def page_patterns() -> set[str]:
 
 
 def test_every_page_loads_under_the_csp_without_a_violation(
-    page, live_server, small_run, make_campaign, owner, annotator, tmp_path
-):  # noqa: F811
-    campaign = make_campaign(run=small_run, name="csp", heldout_fraction=0.5, overlap=2, annotators=[owner, annotator])
-    label_items(
-        campaign=campaign, user=annotator, value=lambda item: "unsupported" if item.position % 3 else "supported"
-    )
+    page, live_server, small_run, tuned_campaign, owner, tmp_path
+):
+    campaign, verdict_set = tuned_campaign.campaign, tuned_campaign.verdict_set
     first = next_item(campaign=campaign, user=owner)
     submit_label(campaign=campaign, user=owner, item_id=first.item.pk, value="supported")
-    verdict_set = import_verdicts(
-        folder=tmp_path,
-        campaign=campaign,
-        file="tuned.jsonl",
-        judge_config={**JUDGE, "prompt": "tuned"},
-        records=[{"question_id": qid_of(i), "supported": i % 2 == 0} for i in range(12)],
-    ).verdict_set
     other = make_marked_run(folder=tmp_path / "other", n=12, name="other")
     comparison: Comparison = compare_runs(base=small_run, candidate=other, user=owner, judge_policy="off").comparison
     job = Job.objects.create(kind="import_run", params={}, created_by=owner)
