@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .fields import FieldError, check_depth, checked_text
+from .fields import FieldError, check_depth, checked_text, parse_json_object
 from .limits import limits
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 
@@ -448,3 +448,23 @@ def read_import(
             [ImportProblem(name, None, None, f"a {called} file holds {holds}, not {holding}; import it with {command}")]
         )
     return read_records(path, fmt, name, problems=problems)
+
+
+def read_json_object_file(path: Path, what: str) -> dict[str, Any]:
+    """A JSON object from a file (a judge or system config), read by the rules of every text input.
+
+    The byte order mark rule of :func:`text_lines`, UTF-8, finite numbers and the nesting limit;
+    :class:`ImportFailed` names the file and, for malformed JSON, the line.
+    """
+    problems = ProblemCollector(path.name)
+    if not path.is_file():
+        problems.add(None, None, f"no such file ({what})")
+        problems.raise_if_any()
+    text = "".join(raw for _, raw in text_lines(path, path.name, problems))
+    problems.raise_if_any()
+    try:
+        return parse_json_object(text, what)
+    except FieldError as error:
+        problems.add(None, None, f"the {what} {error.message}")
+        problems.raise_if_any()
+        raise

@@ -163,3 +163,47 @@ def test_a_run_whose_rows_are_fine_keeps_its_upload_and_a_refused_one_does_not(s
 def client_job(client, response) -> dict:
     assert response.status_code == 202, response.content
     return client.get(response["Location"]).json()
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b'{"model": "m", "temperature": NaN}', "not a finite number"),
+        (b'{"model": "m", "x": ' + b"[" * 40 + b"]" * 40 + b"}", "IMPORT_MAX_DEPTH"),
+        (b'{"model": "m",\n "prompt": }', "malformed JSON"),
+        ('{"model": "m"}'.encode("utf-16"), "is UTF-16 text"),
+        (b'{"model": "m\\u0000"}', "NUL character"),
+    ],
+)
+def test_a_config_file_on_the_command_line_is_read_by_the_same_rules(content, says, support, tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes(lines(*[ok_row(q["id"]) for q in QUESTIONS]))
+    config = tmp_path / "judge.json"
+    config.write_bytes(content)
+    before = db_counts()
+    with pytest.raises(CommandError, match="judge.json") as refused:
+        call_command("import_run", str(rows), "--evalset", "support", "--name", "r", "--judge-config", str(config))
+    assert says in str(refused.value)
+    assert db_counts() == before
+
+
+def test_a_config_file_with_a_utf8_byte_order_mark_is_read(support, tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes(lines(*[ok_row(q["id"]) for q in QUESTIONS]))
+    config = tmp_path / "judge.json"
+    config.write_bytes(codecs.BOM_UTF8 + b'{"model": "m", "temperature": 0.0}')
+    call_command(
+        "import_run",
+        str(rows),
+        "--evalset",
+        "support",
+        "--name",
+        "r",
+        "--k",
+        "3",
+        "--judge-config",
+        str(config),
+        "--quiet",
+        stdout=io.StringIO(),
+    )
+    assert Run.objects.get(name="r").judge_config.model == "m"
