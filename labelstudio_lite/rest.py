@@ -10,6 +10,7 @@ import codecs
 from typing import Any
 
 from django.conf import settings
+from django.urls import register_converter
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import parsers, serializers
 from rest_framework.exceptions import ParseError
@@ -109,3 +110,19 @@ MAX_ID = 2**63 - 1
 def id_field(**kwargs: Any) -> serializers.IntegerField:
     """An integer field for a row's id: from 1 to :data:`MAX_ID`."""
     return serializers.IntegerField(min_value=1, max_value=MAX_ID, **kwargs)
+
+
+class IdConverter:
+    """A path segment holding a row's id: 1 to 18 digits, so every id a database can hold and none it cannot
+    (a longer number is a 404, never an overflow in the database driver)."""
+
+    regex = "[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+register_converter(IdConverter, "id")

@@ -278,6 +278,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}},
     "ENUM_NAME_OVERRIDES": {
         "ImportFormatEnum": "evalcore.services.readers.FORMATS",
         "ExportFormatEnum": ["jsonl", "chat", "csv"],

@@ -45,7 +45,7 @@ class CampaignForm(forms.Form):
 
 
 class AnswerForm(forms.Form):
-    item_id = forms.IntegerField()
+    item_id = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     value = forms.ChoiceField(choices=Label.Value.choices + [("skip", "Skip")])
     rationale = forms.CharField(required=False, max_length=5000)
 
@@ -56,7 +56,7 @@ class ChangeLabelForm(forms.Form):
 
 
 class AdjudicationForm(forms.Form):
-    item_id = forms.IntegerField()
+    item_id = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     value = forms.ChoiceField(choices=[("supported", "Supported"), ("unsupported", "Unsupported")])
     note = forms.CharField(required=False, max_length=2000)
 

@@ -161,3 +161,16 @@ def test_an_unknown_api_path_answers_json(owner_client, db):
     response = owner_client.get("/api/jobs/not-a-number/")
     assert response.status_code == 404 and response["Content-Type"] == "application/json"
     assert json.loads(response.content) == {"detail": "Not found."}
+
+
+@pytest.mark.parametrize("url", ["/api/runs/99999999999999999999/", "/api/jobs/12345678901234567890123/"])
+def test_an_id_no_database_can_hold_is_a_404_not_an_overflow(url, owner_client, db):
+    response = owner_client.get(url)
+    assert response.status_code == 404 and response.json() == {"detail": "Not found."}
+
+
+def test_the_labelling_form_refuses_an_item_id_no_database_can_hold(labelling, annotator_client):
+    before = unchanged()
+    response = annotator_client.post("/label/bodies/answer/", {"item_id": str(2**70), "value": "supported"})
+    assert response.status_code == 200 and "could not be read" in response.content.decode()
+    assert unchanged()["data"] == before["data"]
