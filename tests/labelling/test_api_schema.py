@@ -68,7 +68,7 @@ def fuzz(url: str, token: str, toml: str, tmp_path) -> subprocess.CompletedProce
             "--checks",
             "all",
             "--max-examples",
-            "4",
+            "3",
             "--generation-deterministic",
             "--workers",
             "1",
