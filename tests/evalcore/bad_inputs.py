@@ -70,6 +70,9 @@ def rows(*records: object) -> bytes:
     return lines(*records)
 
 
+#: A field error (line 2), a syntax error (line 3) and another field error (line 4).
+MIXED = lines(question(0), {"id": "q2"}, '{"id": "q3", "question": ', {"id": "q4", "question": 4})
+
 CASES = [
     # --- nesting, encoding, BOMs -------------------------------------------------------------
     Case(
@@ -234,7 +237,7 @@ CASES = [
         "a field error before a syntax error is still reported",
         "questions",
         "mixed.jsonl",
-        lines(question(0), {"id": "q2"}, '{"id": "q3", "question": ', {"id": "q4", "question": 4}),
+        MIXED,
         "field 'question': is required",
         line=2,
     ),
@@ -242,7 +245,7 @@ CASES = [
         "a syntax error after a field error is reported too",
         "questions",
         "mixed.jsonl",
-        lines(question(0), {"id": "q2"}, '{"id": "q3", "question": ', {"id": "q4", "question": 4}),
+        MIXED,
         "malformed JSON",
         line=3,
     ),

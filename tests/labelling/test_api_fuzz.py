@@ -4,45 +4,20 @@ export or opens a re-measurement, and no generated input makes the server fail."
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 
 import pytest
 from rest_framework.authtoken.models import Token
 
+from .schemathesis_cli import st_run
 from .snapshots import labelling_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def fuzz_reads(url: str, token: str, campaign: str, verdicts: int, tmp_path) -> subprocess.CompletedProcess:
-    config = tmp_path / "schemathesis.toml"
-    config.write_text(f'[parameters]\n"path.name" = "{campaign}"\nverdicts = {verdicts}\n')
-    st = shutil.which("st", path=os.path.dirname(sys.executable)) or "st"
-    return subprocess.run(
-        [
-            st,
-            "--config-file",
-            str(config),
-            "run",
-            f"{url}/api/schema/",
-            "-H",
-            f"Authorization: Token {token}",
-            "--include-method",
-            "GET",
-            "-n",
-            "8",
-            "--checks",
-            "not_a_server_error",
-            "--generation-deterministic",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-    )
+    config = f'[parameters]\n"path.name" = "{campaign}"\nverdicts = {verdicts}\n'
+    return st_run(url, token, config, tmp_path, "--include-method", "GET", "-n", "8", "--checks", "not_a_server_error")
 
 
 def test_fuzzing_every_read_of_the_api_changes_no_campaign(live_server, tuned_campaign, owner, annotator, tmp_path):

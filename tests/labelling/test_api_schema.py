@@ -9,10 +9,7 @@ minutes; marked ``slow``, so CI runs it and ``./dev test`` stays fast.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 
 import pytest
 from rest_framework.authtoken.models import Token
@@ -21,6 +18,8 @@ from evalcore.jobs import IMPORT_RUN
 from evalcore.models import Job
 from evalcore.services.comparisons import compare_runs
 from tests.factories import JUDGE, QUESTIONS, make_eval_set, make_run, ok_row
+
+from .schemathesis_cli import st_run
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -53,32 +52,9 @@ expected-statuses = ["2xx", "400", "401", "403", "404", "409"]
 
 
 def fuzz(url: str, token: str, toml: str, tmp_path) -> subprocess.CompletedProcess:
-    path = tmp_path / "schemathesis.toml"
-    path.write_text(toml)
-    st = shutil.which("st", path=os.path.dirname(sys.executable)) or "st"
-    return subprocess.run(
-        [
-            st,
-            "--config-file",
-            str(path),
-            "run",
-            f"{url}/api/schema/",
-            "-H",
-            f"Authorization: Token {token}",
-            "--checks",
-            "all",
-            "--max-examples",
-            "3",
-            "--generation-deterministic",
-            "--workers",
-            "1",
-            "--phases",
-            "examples,coverage,fuzzing,stateful",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
+    phases = "examples,coverage,fuzzing,stateful"
+    return st_run(
+        url, token, toml, tmp_path, "--checks", "all", "--max-examples", "3", "--workers", "1", "--phases", phases
     )
 
 
