@@ -10,13 +10,13 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.pagination import LimitOffsetPagination
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labelstudio_lite.accounts.access import IsEvalOwner
+from labelstudio_lite.rest import JSONObjectField, JSONParser, Pagination, StrictBooleanField
 
 from .forms import PlanLabelsForm, PlanQuestionsForm
 from .jobs import (
@@ -33,20 +33,14 @@ from .services.comparisons import comparison_as_dict
 from .services.jobs import job_snapshot
 from .services.judge_fitness import JUDGE_POLICIES
 from .services.planning import plan_labels, plan_questions
-from .services.problems import UserFacingError
+from .services.problems import UserFacingError, about_field
 from .services.readers import FORMATS
 from .services.runs import GAINS
-from .services.uploads import save_upload
+from .services.uploads import discard_upload, save_upload
 
 
 class EvalOwnerAPIView(APIView):
     permission_classes = [IsEvalOwner]
-
-
-def _json_object(value: object) -> None:
-    """Refuse a JSON value that is not an object (a judge or system config)."""
-    if value is not None and not isinstance(value, dict):
-        raise serializers.ValidationError("must be a JSON object")
 
 
 class JobOutput(serializers.ModelSerializer):
@@ -75,11 +69,14 @@ class JobOutput(serializers.ModelSerializer):
 
 
 def _accepted(request_job, params, request: Request) -> Response:  # type: ignore[no-untyped-def]
-    """Ask for the job through its kind's request function: 202 with the job, or 400 with why it was refused."""
+    """Ask for the job through its kind's request function: 202 with the job, or 400 with why it was refused.
+
+    A refusal about one input names it (``{"evalset": ["there is no eval set ..."]}``).
+    """
     try:
         job = request_job(params=params, user=request.user)
     except UserFacingError as error:
-        return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(_refusal(error), status=status.HTTP_400_BAD_REQUEST)
     return Response(JobOutput(job).data, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/jobs/{job.pk}/"})
 
 
@@ -123,6 +120,8 @@ class EvalSetListApi(EvalOwnerAPIView):
 
 
 class QuestionListApi(EvalOwnerAPIView):
+    pagination_class = Pagination
+
     class QuestionOutput(serializers.Serializer):
         id = serializers.CharField(source="qid")
         question = serializers.CharField(source="text")
@@ -139,14 +138,14 @@ class QuestionListApi(EvalOwnerAPIView):
 
 
 class EvalSetImportApi(EvalOwnerAPIView):
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]
 
     class EvalSetImportInput(serializers.Serializer):
         file = serializers.FileField()
         name = serializers.SlugField(max_length=100)
         format = serializers.ChoiceField(choices=FORMATS, required=False)
-        extend = serializers.BooleanField(required=False, default=False)
-        base = serializers.IntegerField(required=False, min_value=1)
+        extend = StrictBooleanField(required=False, default=False)
+        base = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
         description = serializers.CharField(required=False, allow_blank=True, default="")
 
     @extend_schema(
@@ -157,7 +156,7 @@ class EvalSetImportApi(EvalOwnerAPIView):
     def post(self, request: Request) -> Response:
         data = _valid(self.EvalSetImportInput, request.data)
         params = EvalSetImportParams(
-            path=_save(data["file"]),
+            path=_save(data["file"], "file"),
             name=data["name"],
             format=data.get("format"),
             display_name=data["file"].name,
@@ -210,6 +209,8 @@ class RunOutput(serializers.ModelSerializer):
 
 
 class RunListApi(EvalOwnerAPIView):
+    pagination_class = Pagination
+
     @extend_schema(
         responses=RunOutput(many=True),
         summary="Runs, newest first",
@@ -231,6 +232,18 @@ class RunDetailApi(EvalOwnerAPIView):
 
 
 class RowListApi(EvalOwnerAPIView):
+    pagination_class = Pagination
+
+    class RowFilterInput(serializers.Serializer):
+        type = serializers.CharField(
+            required=False, allow_blank=True, max_length=100, help_text="only rows of this question type"
+        )
+        metric = serializers.CharField(
+            required=False, allow_blank=True, max_length=100, help_text="filter on this metric's value"
+        )
+        min = serializers.FloatField(required=False, help_text="lowest value of the metric (inclusive)")
+        max = serializers.FloatField(required=False, help_text="highest value of the metric (inclusive)")
+
     class RowOutput(serializers.Serializer):
         id = serializers.CharField(source="question.qid")
         type = serializers.CharField(source="question.qtype")
@@ -245,52 +258,50 @@ class RowListApi(EvalOwnerAPIView):
     @extend_schema(
         responses=RowOutput(many=True),
         summary="A run's per-question rows, filterable by slice and metric range",
-        parameters=[
-            OpenApiParameter("type", str),
-            OpenApiParameter("metric", str),
-            OpenApiParameter("min", float),
-            OpenApiParameter("max", float),
-        ],
+        parameters=[RowFilterInput],
     )
     def get(self, request: Request, run_id: int) -> Response:
         run = get_object_or_404(Run, pk=run_id)
-        params = request.query_params
+        params = _valid(self.RowFilterInput, request.query_params)
         metric = params.get("metric")
         if metric and metric not in run.summary.get("metrics", []):
             return Response(
                 {"metric": [f"run {run.name!r} has no metric {metric!r}; it has {run.summary.get('metrics', [])}"]},
                 status=400,
             )
-        try:
-            low = float(params["min"]) if params.get("min") else None
-            high = float(params["max"]) if params.get("max") else None
-        except ValueError:
-            return Response({"min/max": ["must be numbers"]}, status=400)
-        rows = run_rows(run, qtype=params.get("type"), metric=metric, low=low, high=high)
+        rows = run_rows(run, qtype=params.get("type"), metric=metric, low=params.get("min"), high=params.get("max"))
         return _page(self, request, rows, self.RowOutput)
 
 
 class RunImportApi(EvalOwnerAPIView):
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [MultiPartParser]
 
     class RunImportInput(serializers.Serializer):
         file = serializers.FileField()
         evalset = serializers.CharField(max_length=120, help_text="NAME or NAME@VERSION")
         name = serializers.SlugField(max_length=150)
         format = serializers.ChoiceField(choices=FORMATS, required=False)
-        k = serializers.IntegerField(required=False, min_value=1)
+        k = serializers.IntegerField(required=False, min_value=1, max_value=10_000)
         gain = serializers.ChoiceField(choices=GAINS, default="exponential")
         chunks = serializers.FileField(required=False)
-        judge_config = serializers.JSONField(required=False, validators=[_json_object])
-        system_config = serializers.JSONField(required=False, validators=[_json_object])
+        judge_config = JSONObjectField(
+            required=False, help_text="JSON object: model, model_version, prompt, temperature, claim_splitting, ..."
+        )
+        system_config = JSONObjectField(required=False, help_text="JSON object: retriever, reranker, chunking, ...")
 
     @extend_schema(
         request=RunImportInput, responses={202: JobOutput}, summary="Import a run's rows, scored on the way in (a job)"
     )
     def post(self, request: Request) -> Response:
         data = _valid(self.RunImportInput, request.data)
+        path = _save(data["file"], "file")
+        try:
+            chunks = _save(data["chunks"], "chunks") if data.get("chunks") else None
+        except serializers.ValidationError:
+            discard_upload(path)
+            raise
         params = RunImportParams(
-            path=_save(data["file"]),
+            path=path,
             evalset=data["evalset"],
             name=data["name"],
             format=data.get("format"),
@@ -299,7 +310,7 @@ class RunImportApi(EvalOwnerAPIView):
             gain=data["gain"],
             judge_config=data.get("judge_config"),
             system_config=data.get("system_config"),
-            chunks_path=_save(data["chunks"]) if data.get("chunks") else None,
+            chunks_path=chunks,
         )
         return _accepted(request_run_import, params, request)
 
@@ -330,10 +341,10 @@ class GateApi(EvalOwnerAPIView):
     def post(self, request: Request) -> Response:
         data = _valid(self.GateInput, request.data)
         try:
-            base = run_by_ref(data["base"], evalset=data.get("evalset"))
-            candidate = run_by_ref(data["candidate"], evalset=data.get("evalset"))
+            base = about_field("base", lambda: run_by_ref(data["base"], evalset=data.get("evalset")))
+            candidate = about_field("candidate", lambda: run_by_ref(data["candidate"], evalset=data.get("evalset")))
         except UserFacingError as error:
-            return Response({"detail": str(error)}, status=400)
+            return Response(_refusal(error), status=400)
         params = GateParams(
             base=base.pk,
             candidate=candidate.pk,
@@ -367,17 +378,25 @@ class ComparisonDetailApi(EvalOwnerAPIView):
 
 
 def _form_parameters(form_class: type) -> list[OpenApiParameter]:
-    """The query parameters of a planner form, for the schema (the form itself validates them)."""
-    kinds = {"IntegerField": int, "FloatField": float}
-    return [
-        OpenApiParameter(
-            name,
-            kinds.get(type(field).__name__, str),
-            required=field.required and field.initial is None,
-            description=f"{field.label or name}. {field.help_text}".strip(),
+    """The query parameters of a planner form, for the schema: the bounds and choices its fields check."""
+    parameters = []
+    for name, field in form_class.base_fields.items():
+        kind = {"IntegerField": "integer", "FloatField": "number"}.get(type(field).__name__)
+        schema: dict = {"type": kind or "string"}
+        if kind:
+            schema.update({key: value for key, value in (("minimum", field.min_value), ("maximum", field.max_value))
+                           if value is not None})  # fmt: skip
+        if getattr(field, "choices", None):
+            schema["enum"] = [value for value, _ in field.choices if value != ""]
+        parameters.append(
+            OpenApiParameter(
+                name,
+                schema,
+                required=field.required and field.initial is None,
+                description=f"{field.label or name}. {field.help_text}".strip(),
+            )
         )
-        for name, field in form_class.base_fields.items()
-    ]
+    return parameters
 
 
 def _planned(form_class: type, plan, request: Request) -> Response:  # type: ignore[no-untyped-def]
@@ -409,7 +428,8 @@ class PlanQuestionsApi(EvalOwnerAPIView):
     @extend_schema(
         parameters=_form_parameters(PlanQuestionsForm),
         responses=inline_serializer(
-            "QuestionsPlan", {"summary": serializers.CharField(), "questions": serializers.IntegerField()}
+            "QuestionsPlan",
+            {"summary": serializers.CharField(), "questions": serializers.IntegerField(allow_null=True)},
         ),
         summary="Plan a paired comparison: the questions that settle a true change with a chosen power",
     )
@@ -417,9 +437,14 @@ class PlanQuestionsApi(EvalOwnerAPIView):
         return _planned(PlanQuestionsForm, plan_questions, request)
 
 
+def _refusal(error: UserFacingError) -> dict:
+    """The body of a 400 for a refusal: ``{field: [message]}`` when it is about one input, else ``{"detail": message}``."""
+    return {error.field: [str(error)]} if error.field else {"detail": str(error)}
+
+
 def _page(view: APIView, request: Request, queryset, serializer_class: type[serializers.BaseSerializer]) -> Response:  # type: ignore[no-untyped-def]
     """One page (limit and offset) of ``queryset``, serialized."""
-    paginator = LimitOffsetPagination()
+    paginator = Pagination()
     page = paginator.paginate_queryset(queryset, request, view=view)
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
@@ -430,8 +455,8 @@ def _valid(serializer_class: type[serializers.Serializer], data: object) -> dict
     return dict(serializer.validated_data)
 
 
-def _save(upload) -> str:  # type: ignore[no-untyped-def]
+def _save(upload, field: str) -> str:  # type: ignore[no-untyped-def]
     try:
         return str(save_upload(upload))
     except UserFacingError as error:
-        raise serializers.ValidationError({"file": [str(error)]}) from None
+        raise serializers.ValidationError({field: [str(error)]}) from None

@@ -8,13 +8,13 @@ names the environment variable that holds it.
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .api import EvalOwnerAPIView, JobOutput, _accepted, _page, _valid
+from .api import EvalOwnerAPIView, JobOutput, Pagination, _accepted, _page, _valid
 from .jobs import JudgeRunParams, RescoreParams, request_judge_run, request_rescore_baseline
 from .models import Comparison, Job, JudgeConfig, Run
 from .selectors import run_by_ref
@@ -56,8 +56,17 @@ def _refused(error: UserFacingError) -> Response:
 
 class JudgeConfigListApi(EvalOwnerAPIView):
     parser_classes = [JSONParser]
+    pagination_class = Pagination
 
-    @extend_schema(responses=JudgeConfigOutput, summary="Judge configs (imported and runnable), newest first")
+    @extend_schema(
+        responses=inline_serializer(
+            "JudgeConfigRow",
+            {"name": serializers.CharField(allow_null=True), "config_hash": serializers.CharField()},
+            many=True,
+        ),
+        summary="Judge configs (imported and runnable), newest first",
+        operation_id="judge_configs_list",
+    )
     def get(self, request: Request) -> Response:
         return _page(self, request, JudgeConfig.objects.order_by("-created_at", "-id"), _ConfigRow)
 
@@ -175,7 +184,11 @@ def rescore_params(*, base: Run, candidate: Run, comparison: Comparison | None, 
 
 
 class JobCancelApi(EvalOwnerAPIView):
-    @extend_schema(request=None, responses=JobOutput, summary="Ask a job to stop (a judge job keeps what it paid for)")
+    @extend_schema(
+        request=None,
+        responses={200: JobOutput, 409: OpenApiResponse(description="the job has already ended: nothing to cancel")},
+        summary="Ask a job to stop (a judge job keeps what it paid for)",
+    )
     def post(self, request: Request, job_id: int) -> Response:
         try:
             job = job_cancel(job=get_object_or_404(Job, pk=job_id), user=request.user)

@@ -95,15 +95,10 @@ def forest_plot_svg(rows: Sequence[ForestRow], *, width: int = 900, row_height: 
             )
         y = bottom + 14
     height = y + 6
-    style = (
-        "<style>.fp-metric{font:600 13px system-ui,sans-serif;fill:#1d2330}.fp-tick{font:11px system-ui,sans-serif;fill:#5b6475}"
-        ".fp-label{font:12px system-ui,sans-serif;fill:#1d2330}.fp-status{font:700 12px system-ui,sans-serif}"
-        ".fp-zero{stroke:#1d2330;stroke-width:1.2}.fp-margin{stroke:#5b6475;stroke-width:1.2;stroke-dasharray:5 4}</style>"
-    )
     title = "Forest plot: interval on candidate minus baseline per metric and slice; solid line at zero, dashed at the margin"
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
-        f'width="100%" class="forest-plot"><title>{escape(title)}</title>{style}{"".join(parts)}</svg>'
+        f'width="100%" class="forest-plot"><title>{escape(title)}</title>{"".join(parts)}</svg>'
     )
 
 
@@ -144,14 +139,10 @@ def confusion_heatmap_svg(
                 f'<text x="{x + cell / 2 - 2}" y="{y + cell / 2 + 12}" text-anchor="middle" class="hm-share" fill="{text_fill}">{share} · {word}</text>'
             )
     height = top + 2 * cell + 6
-    style = (
-        "<style>.hm-axis{font:600 12px system-ui,sans-serif;fill:#5b6475}.hm-label{font:12px system-ui,sans-serif;fill:#1d2330}"
-        ".hm-count{font:700 20px system-ui,sans-serif}.hm-share{font:11px system-ui,sans-serif}</style>"
-    )
     title = "Confusion table: people's final labels in rows, the judge's verdicts in columns"
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {height}" '
-        f'width="{width}" class="heatmap"><title>{escape(title)}</title>{style}{"".join(parts)}</svg>'
+        f'width="{width}" class="heatmap"><title>{escape(title)}</title>{"".join(parts)}</svg>'
     )
 
 
@@ -198,13 +189,8 @@ def slice_intervals_svg(slices: list[dict], *, width: int = 620) -> str:
                 f'<circle cx="{mx(s["miss_rate"]):.1f}" cy="{cy:.1f}" r="4.5" class="si-dot miss"/>'
                 f'<text x="{mx(s["miss_rate"]) + 8:.1f}" y="{cy - 6:.1f}" class="si-tick">{s["missed"]}/{s["failures"]}</text>'
             )
-    style = (
-        "<style>.si-head{font:600 12px system-ui,sans-serif;fill:#1d2330}.si-label{font:12px system-ui,sans-serif;fill:#1d2330}"
-        ".si-tick{font:10px system-ui,sans-serif;fill:#5b6475}.si-grid{stroke:#d9dde5}.si-bar{stroke:#1f5fbf;stroke-width:3}"
-        ".si-dot{fill:#1f5fbf}.si-bar.miss{stroke:#b3261e}.si-dot.miss{fill:#b3261e}</style>"
-    )
     title = "Per slice: kappa and the miss rate on unsupported items, each with its 95 % interval"
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {bottom + 22}" '
-        f'width="100%" class="slice-plot"><title>{escape(title)}</title>{style}{"".join(parts)}</svg>'
+        f'width="100%" class="slice-plot"><title>{escape(title)}</title>{"".join(parts)}</svg>'
     )

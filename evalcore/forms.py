@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import math
 
 from django import forms
 from django.core.validators import validate_slug
 
 from .models import Run
+from .services.fields import FieldError, parse_json_object
 from .services.readers import FORMATS
 
 FORMAT_CHOICES = [("", "from the file extension")] + [(f, f) for f in FORMATS]
@@ -23,16 +24,14 @@ class EvalSetImportForm(forms.Form):
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
 
-def _json_object(text: str, what: str) -> dict | None:
+def json_object_field(text: str, what: str) -> dict | None:
+    """Clean a form field holding a JSON object (a config): None when blank; the input limits apply."""
     if not text.strip():
         return None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise forms.ValidationError(f"malformed JSON in the {what}, line {error.lineno}: {error.msg}") from None
-    if not isinstance(data, dict):
-        raise forms.ValidationError(f"the {what} must be a JSON object {{...}}")
-    return data
+        return parse_json_object(text, what)
+    except FieldError as error:
+        raise forms.ValidationError(f"the {what} {error.message}") from None
 
 
 class RunImportForm(forms.Form):
@@ -57,10 +56,10 @@ class RunImportForm(forms.Form):
     )
 
     def clean_judge_config(self) -> dict | None:
-        return _json_object(self.cleaned_data["judge_config"], "judge config")
+        return json_object_field(self.cleaned_data["judge_config"], "judge config")
 
     def clean_system_config(self) -> dict | None:
-        return _json_object(self.cleaned_data["system_config"], "system config")
+        return json_object_field(self.cleaned_data["system_config"], "system config")
 
 
 class CompareForm(forms.Form):
@@ -98,8 +97,8 @@ class CompareForm(forms.Form):
                 number = float(value)
             except ValueError:
                 number = -1.0
-            if not sep or number < 0:
-                raise forms.ValidationError(f"{part!r}: write METRIC=VALUE with a value of 0 or more")
+            if not sep or not math.isfinite(number) or number < 0:
+                raise forms.ValidationError(f"{part!r}: write METRIC=VALUE with a finite value of 0 or more")
             out[metric.strip()] = number
         return out
 
@@ -139,7 +138,7 @@ class JudgeConfigForm(forms.Form):
         text = upload.read().decode("utf-8", errors="replace") if upload else data.get("config", "")
         if not text.strip():
             raise forms.ValidationError("paste the config's JSON or choose a file")
-        data["raw"] = _json_object(text, "judge config")
+        data["raw"] = json_object_field(text, "judge config")
         return data
 
 

@@ -11,18 +11,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .models import Job, JudgeConfig, Run
+from .models import EvalSetVersion, Job, JudgeConfig, Run
 from .selectors import NotFound, version_by_ref
 from .services.comparisons import SLICE_COLUMN, check_margins, compare_runs, comparison_check
 from .services.evalsets import EvalSetImportResult, evalset_import
+from .services.fields import FieldError, json_safe
 from .services.jobs import Progress, job_cancel_requested, job_request, register_job_kind
 from .services.judge_configs import normalize_judge_config
 from .services.judge_fitness import check_judge_policy
 from .services.judge_runs import default_name, judge_run, judge_run_check, rescore_plan
 from .services.names import check_name
-from .services.problems import ImportFailed, ImportProblem, UserFacingError
+from .services.problems import ImportFailed, ImportProblem, UserFacingError, about_field
 from .services.readers import detect_format
 from .services.runs import GAINS, run_import
+from .services.uploads import discarding_uploads
 
 IMPORT_EVALSET = "import_evalset"
 IMPORT_RUN = "import_run"
@@ -39,7 +41,7 @@ def _check_file(path: str, display: str | None, fmt: str | None) -> None:
     file = Path(path)
     if not file.is_file():
         raise ImportFailed([ImportProblem(display or file.name, None, None, "no such file")])
-    detect_format(file, fmt)
+    about_field("format" if fmt else "file", lambda: detect_format(file, fmt))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -59,12 +61,22 @@ class EvalSetImportParams:
     description: str = ""
 
 
+@discarding_uploads
 def request_evalset_import(*, params: EvalSetImportParams, user: Any = None, start: bool = True) -> Job:
-    """Accept an eval set import as a job, or refuse it at once (bad name, format or mode)."""
-    check_name(params.name, what="eval set")
+    """Accept an eval set import as a job, or refuse it at once (bad name, format or mode, no version to extend)."""
+    about_field("name", lambda: check_name(params.name, what="eval set"))
     _check_file(params.path, params.display_name, params.format)
     if params.mode not in ("replace", "extend"):
-        raise UserFacingError(f"mode must be 'replace' or 'extend', got {params.mode!r}")
+        raise UserFacingError(f"mode must be 'replace' or 'extend', got {params.mode!r}", field="extend")
+    if params.topics_path and not Path(params.topics_path).is_file():
+        raise UserFacingError(f"{params.topics_path}: no such file (topics)", field="topics")
+    versions = EvalSetVersion.objects.filter(eval_set__name=params.name)
+    if params.base_version is not None and not versions.filter(number=params.base_version).exists():
+        raise UserFacingError(f"eval set {params.name!r} has no version {params.base_version}", field="base")
+    if params.mode == "extend" and not versions.exists():
+        raise UserFacingError(
+            f"eval set {params.name!r} has no version to extend; import it without extend first", field="extend"
+        )
     return job_request(kind=IMPORT_EVALSET, params=params, user=user, start=start)
 
 
@@ -115,21 +127,31 @@ class RunImportParams:
     description: str = ""
 
 
+@discarding_uploads
 def request_run_import(*, params: RunImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept a run import as a job, or refuse it at once (bad name, unknown eval set, bad judge config...)."""
-    check_name(params.name, what="run")
+    about_field("name", lambda: check_name(params.name, what="run"))
     _check_file(params.path, params.display_name, params.format)
     if params.chunks_path and not Path(params.chunks_path).is_file():
-        raise UserFacingError(f"{params.chunks_path}: no such file (chunk map)")
+        raise UserFacingError(f"{params.chunks_path}: no such file (chunk map)", field="chunks")
     if params.gain not in GAINS:
-        raise UserFacingError(f"gain must be 'exponential' or 'linear', got {params.gain!r}")
+        raise UserFacingError(f"gain must be 'exponential' or 'linear', got {params.gain!r}", field="gain")
     if params.k is not None and (isinstance(params.k, bool) or not isinstance(params.k, int) or params.k < 1):
-        raise UserFacingError(f"k must be a positive integer (chunks that reach the model), got {params.k!r}")
-    version_by_ref(params.evalset)
+        raise UserFacingError(
+            f"k must be a positive integer (chunks that reach the model), got {params.k!r}", field="k"
+        )
+    about_field("evalset", lambda: version_by_ref(params.evalset))
     if params.judge_config is not None:
-        normalize_judge_config(params.judge_config)
-    if params.system_config is not None and not isinstance(params.system_config, dict):
-        raise UserFacingError("the system config must be a JSON object")
+        about_field("judge_config", lambda: normalize_judge_config(params.judge_config))
+    if params.system_config is not None:
+        if not isinstance(params.system_config, dict):
+            raise UserFacingError("the system config must be a JSON object", field="system_config")
+        try:
+            json_safe(params.system_config, "system_config")
+        except FieldError as error:
+            raise UserFacingError(
+                f"the system config's {error.field}: {error.message}", field="system_config"
+            ) from None
     return job_request(kind=IMPORT_RUN, params=params, user=user, start=start)
 
 
@@ -172,9 +194,9 @@ class GateParams:
 
 def _runs(params: GateParams) -> tuple[Run, Run]:
     runs = Run.objects.select_related("version__eval_set", "judge_config").in_bulk([params.base, params.candidate])
-    missing = [pk for pk in (params.base, params.candidate) if pk not in runs]
+    missing = [(pk, field) for pk, field in ((params.base, "base"), (params.candidate, "candidate")) if pk not in runs]
     if missing:
-        raise NotFound(f"there is no run with id {missing[0]}")
+        raise NotFound(f"there is no run with id {missing[0][0]}", field=missing[0][1])
     return runs[params.base], runs[params.candidate]
 
 
@@ -182,9 +204,11 @@ def request_gate(*, params: GateParams, user: Any = None, start: bool = True) ->
     """Accept a comparison as a job, or refuse it at once (same run, different versions, nothing comparable)."""
     base, candidate = _runs(params)
     comparison_check(base=base, candidate=candidate, metrics=params.metrics or None, slice_by=params.slice_by)
-    check_margins(margin=params.margin, margins=params.margins)
+    about_field(
+        "margins" if params.margins else "margin", lambda: check_margins(margin=params.margin, margins=params.margins)
+    )
     if params.judge_policy is not None:
-        check_judge_policy(params.judge_policy)
+        about_field("judge_policy", lambda: check_judge_policy(params.judge_policy))
     return job_request(kind=GATE, params=params, user=user, start=start)
 
 

@@ -73,3 +73,17 @@ def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name}={raw!r} must be one of {', '.join(choices)}")
     return value
+
+
+def proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """``SECURE_PROXY_SSL_HEADER`` from ``X-Forwarded-Proto`` (its value then ``https``) or ``X-Forwarded-Proto: https``."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    header, _, value = raw.partition(":")
+    header, value = header.strip(), value.strip() or "https"
+    if not header or not all(c.isalnum() or c == "-" for c in header):
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} must name a header, such as X-Forwarded-Proto or X-Forwarded-Proto: https"
+        )
+    return "HTTP_" + header.upper().replace("-", "_"), value

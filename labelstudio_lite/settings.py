@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import envbool, envchoice, envfloat, envint, envlist, envstr
+from .env import envbool, envchoice, envfloat, envint, envlist, envstr, proxy_ssl_header
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("VAR_DIR", str(BASE_DIR / "var")))
@@ -56,6 +58,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "labelstudio_lite.accounts",
     "evalcore",
     "labelstudio_lite.labelling",
@@ -64,6 +68,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "labelstudio_lite.middleware.ServerTimingMiddleware",  # first: its figure covers everything below
     "django.middleware.security.SecurityMiddleware",
+    "django_permissions_policy.PermissionsPolicyMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -73,6 +79,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "labelstudio_lite.accounts.middleware.LoginRequiredMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: it answers a locked-out login
 ]
 
 ROOT_URLCONF = "labelstudio_lite.urls"
@@ -126,6 +133,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
+# django-axes first: it refuses a login locked out for too many failures before the password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # one address guessing one account's password
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "labelstudio_lite.accounts.lockout.lockout_response"
+# The address a login comes from: REMOTE_ADDR, or behind a proxy the header it sets (e.g. HTTP_X_FORWARDED_FOR).
+AXES_IPWARE_META_PRECEDENCE_ORDER = tuple(envlist("CLIENT_IP_HEADERS", ["REMOTE_ADDR"]))
+AXES_IPWARE_PROXY_COUNT = envint("TRUSTED_PROXY_COUNT", 0, minimum=0) or None
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
@@ -160,8 +177,56 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
 SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 12 * 3600, minimum=60)  # a working day, then log in again
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = envstr("REFERRER_POLICY", "same-origin")
+
+# HTTPS, for production behind TLS: redirect plain HTTP, tell browsers to use HTTPS only (HSTS), and
+# trust the header a TLS-terminating proxy sets (only behind such a proxy: anyone can send it).
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+
+# Content-Security-Policy: scripts, styles, images and requests from this site only; no inline
+# script (htmx and our scripts are files); style attributes (progress bars' widths) are allowed,
+# <style> elements are not. The API docs page (Redoc) relaxes styles and workers for itself.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "style-src-attr": [UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+        **({"report-uri": envstr("CSP_REPORT_URI", "")} if envstr("CSP_REPORT_URI", "") else {}),
+    }
+}
+# Permissions-Policy: the app uses no camera, microphone, location, payment or other device feature.
+PERMISSIONS_POLICY = {
+    feature: []
+    for feature in (
+        "accelerometer",
+        "autoplay",
+        "camera",
+        "display-capture",
+        "geolocation",
+        "gyroscope",
+        "magnetometer",
+        "microphone",
+        "midi",
+        "payment",
+        "usb",
+        "xr-spatial-tracking",
+    )
+}
 
 # Celery: with no broker configured, tasks run in-process (embedded mode).
 CELERY_BROKER_URL = envstr("CELERY_BROKER_URL", "")
@@ -192,8 +257,17 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # JSON bodies are read within the input limits (depth, finite numbers): see labelstudio_lite/rest.py
+    "DEFAULT_PARSER_CLASSES": [
+        "labelstudio_lite.rest.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "labelstudio_lite.schema.AutoSchema",
+    # Every user is throttled (429 with Retry-After, logged); requests without credentials are refused before.
+    "DEFAULT_THROTTLE_CLASSES": ["labelstudio_lite.throttles.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"user": envstr("API_THROTTLE_USER", "1200/minute")},
+    "DEFAULT_PAGINATION_CLASS": "labelstudio_lite.rest.Pagination",
     "PAGE_SIZE": 100,
 }
 SPECTACULAR_SETTINGS = {
@@ -207,6 +281,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}},
     "ENUM_NAME_OVERRIDES": {
         "ImportFormatEnum": "evalcore.services.readers.FORMATS",
         "ExportFormatEnum": ["jsonl", "chat", "csv"],
@@ -220,8 +295,18 @@ GATE_DEFAULT_MARGIN = envfloat("GATE_DEFAULT_MARGIN", 0.02)
 GATE_JUDGE_POLICY = envchoice("GATE_JUDGE_POLICY", "review", ("review", "warn", "off"))
 GATE_ITERATIONS = envint("GATE_ITERATIONS", 10_000, minimum=100)
 GATE_SEED = envint("GATE_SEED", 7, minimum=0)
+# Who gets a Server-Timing header (request time, query count and time): staff (and everyone with DEBUG), all, off.
+SERVER_TIMING = envchoice("SERVER_TIMING", "staff", ("staff", "all", "off"))
 LABEL_LEASE_SECONDS = envint("LABEL_LEASE_SECONDS", 600, minimum=10)
 UPLOAD_MAX_BYTES = envint("UPLOAD_MAX_BYTES", 512 * 1024 * 1024, minimum=1024)
+# The limits every input is read within (files, forms and API bodies; see evalcore/services/limits.py).
+IMPORT_MAX_DEPTH = envint("IMPORT_MAX_DEPTH", 32, minimum=2)
+IMPORT_MAX_FIELD_CHARS = envint("IMPORT_MAX_FIELD_CHARS", 1_000_000, minimum=1000)
+IMPORT_MAX_CLAIMS = envint("IMPORT_MAX_CLAIMS", 1000, minimum=1)
+IMPORT_MAX_ROWS = envint("IMPORT_MAX_ROWS", 2_000_000, minimum=1)
+IMPORT_MAX_LINE_BYTES = envint("IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024, minimum=1024)
+IMPORT_MAX_DECOMPRESSED_BYTES = envint("IMPORT_MAX_DECOMPRESSED_BYTES", 4 * 1024 * 1024 * 1024, minimum=1024)
+IMPORT_MAX_PROBLEMS = envint("IMPORT_MAX_PROBLEMS", 50, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 

@@ -1,9 +1,12 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from . import views
+
+handler404 = "labelstudio_lite.views.not_found"
+handler500 = "labelstudio_lite.views.server_error"
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -15,5 +18,10 @@ urlpatterns = [
     path("api/", include("evalcore.api_urls")),
     path("api/", include("labelstudio_lite.labelling.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-docs"),
+    # Swagger UI with its start-up script served as a file (no inline script): it passes the CSP as is
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api_docs.html"),
+        name="api-docs",
+    ),
 ]

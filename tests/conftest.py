@@ -74,12 +74,16 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(autouse=True)
 def _test_settings(settings, tmp_path):
     """Every test: Celery tasks run inline (eager), even where a broker is configured; uploads land
-    in the test's own folder; passwords hash fast, so the personas log in fast.
+    in the test's own folder; passwords hash fast, so the personas log in fast; the cache starts
+    empty (API throttles count requests there, per user id, and ids repeat between tests).
 
     Tests of a real worker turn eager tasks off themselves (``app.conf.task_always_eager = False``).
     """
+    from django.core.cache import cache
+
     from labelstudio_lite.celery import app
 
+    cache.clear()
     settings.EMBEDDED_TASKS_IN_THREAD = False
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.MEDIA_ROOT = str(tmp_path / "media")

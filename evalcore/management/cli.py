@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from django.core.management.base import BaseCommand, CommandError
 
 from ..models import Job
-from ..services.jobs import job_follow
+from ..services.jobs import job_follow, jobs_recover
 from ..services.problems import UserFacingError
 
 
@@ -52,6 +52,7 @@ def run_job_cli(
     a page-started job's would. Refusals and failures become a :class:`CommandError` with the message.
     """
     bar = ProgressBar(stderr or sys.stderr, label)
+    jobs_recover()
     try:
         job = request(params=params, start=False)
     except UserFacingError as error:

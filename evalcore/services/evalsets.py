@@ -15,11 +15,22 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..models import EvalSet, EvalSetVersion, Question
-from .fields import FieldError, as_bool, as_id, as_int, as_list, as_number, as_str_list, as_text, json_safe
+from .fields import (
+    FieldError,
+    as_bool,
+    as_id,
+    as_int,
+    as_list,
+    as_number,
+    as_str_list,
+    as_text,
+    checked_text,
+    extra_fields,
+)
 from .importing import Progress, about_file, create_once, in_batches, no_progress, validated
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
-from .readers import count_records, detect_format, read_import
+from .readers import count_records, detect_format, read_import, text_lines
 
 QUESTION_FIELDS = {"id", "question", "type", "tags", "answerable", "reference_answer", "gold"}
 RAGAS_QUESTION_FIELDS = {"user_input", "reference", "retrieved_contexts", "response", "reference_contexts"}
@@ -106,7 +117,7 @@ def normalize_question(data: dict[str, Any], *, fmt: str, topics: dict[str, str]
     if len(qtype) > 100:
         raise FieldError("type", "is longer than 100 characters")
     tags = as_str_list(data.get("tags"), "tags")
-    metadata = {k: json_safe(v) for k, v in data.items() if k not in known}
+    metadata = extra_fields(data, known)
     if "metadata" in metadata and isinstance(metadata["metadata"], dict):
         metadata.update(metadata.pop("metadata"))
     return {
@@ -153,19 +164,23 @@ def question_as_dict(question: Question) -> dict[str, Any]:
 
 
 def _read_topics(path: Path | None) -> dict[str, str]:
+    """TREC topics as ``qid<TAB>question text`` lines; every malformed line is reported."""
     if path is None:
         return {}
     topics = {}
-    with path.open(encoding="utf-8") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            if "\t" not in raw:
-                raise ImportFailed(
-                    [ImportProblem(path.name, line_no, None, "a topics line is 'qid<TAB>question text'")]
-                )
-            qid, text = raw.rstrip("\n").split("\t", 1)
-            topics[qid.strip()] = text.strip()
+    problems = ProblemCollector(path.name)
+    for line_no, raw in text_lines(path, path.name, problems):
+        if not raw.strip():
+            continue
+        if "\t" not in raw:
+            problems.add(line_no, None, "a topics line is 'qid<TAB>question text'")
+            continue
+        qid, text = raw.rstrip("\r\n").split("\t", 1)
+        try:
+            topics[checked_text(qid.strip(), "qid")] = checked_text(text.strip(), "question")
+        except FieldError as error:
+            problems.add(line_no, error.field, error.message)
+    problems.raise_if_any()
     return topics
 
 
@@ -173,7 +188,7 @@ def _validated(
     path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     return validated(
-        read_import(path, fmt, name, trec="trec-qrels", holding="questions"),
+        read_import(path, fmt, name, trec="trec-qrels", holding="questions", problems=problems),
         lambda data: normalize_question(data, fmt=fmt, topics=topics),
         problems,
         key=lambda question: question["qid"],

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
+
+from .limits import limits
 
 
 class FieldError(Exception):
@@ -40,17 +43,33 @@ def as_id(value: Any, field: str) -> str:
     text = str(value).strip()
     if len(text) > 200:
         raise FieldError(field, f"is {len(text)} characters long; ids are at most 200")
+    if "\x00" in text:
+        raise FieldError(field, "holds a NUL character (\\u0000), which no id may hold")
     return text
 
 
 def as_text(value: Any, field: str, *, required: bool = False) -> str:
+    """Return the value as text within the field length limit; blank is "" (or an error when ``required``)."""
     if is_blank(value):
         if required:
             raise FieldError(field, "is required and must be non-empty text")
         return ""
     if not isinstance(value, str):
         raise FieldError(field, f"must be text, got {type(value).__name__} {value!r:.40}")
-    return value
+    return checked_text(value, field)
+
+
+def checked_text(text: str, field: str) -> str:
+    """Refuse text over the field length limit or holding a NUL character (no database stores one in text)."""
+    limit = limits()
+    if len(text) > limit.field_chars:
+        raise FieldError(field, limit.message(f"is {len(text):,} characters long", "field_chars"))
+    if "\x00" in text:
+        raise FieldError(
+            field,
+            f"holds a NUL character (\\u0000) at position {text.index(chr(0)) + 1}; remove it or the text is refused",
+        )
+    return text
 
 
 def as_bool(value: Any, field: str, *, default: bool | None = None) -> bool:
@@ -81,15 +100,14 @@ def as_number(value: Any, field: str, *, allow_none: bool = True, nan_is_null: b
         raise FieldError(field, "is required: a number")
     if isinstance(value, bool):
         raise FieldError(field, f"must be a number, got a boolean {value!r}")
-    if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            raise FieldError(field, f"must be a number, got {value!r:.40}") from None
-    else:
+    if not isinstance(value, (int, float, str)):
         raise FieldError(field, f"must be a number, got {type(value).__name__}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise FieldError(field, f"must be a number, got {value!r:.40}") from None
+    except OverflowError:
+        raise FieldError(field, f"must be a finite number, got one of {len(str(value)):,} digits") from None
     if math.isnan(number) and nan_is_null:
         return None
     if not math.isfinite(number):
@@ -109,11 +127,87 @@ def decoded(value: Any, field: str) -> Any:
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in ("[", "{"):
-            try:
-                return json.loads(text)
-            except json.JSONDecodeError as error:
-                raise FieldError(field, f"holds malformed JSON ({error.msg}, column {error.colno})") from None
+            return parse_json(text, field)
     return value
+
+
+def parse_json(text: str | bytes, field: str | None = None, *, finite: bool = False) -> Any:
+    """Parse JSON text within the nesting limit; :class:`FieldError` on ``field`` says what is wrong and where.
+
+    NaN and infinite numbers parse (as floats) so that the field rules refuse them by name, unless
+    ``finite``: then they are refused here (API bodies and forms, where no field rule follows). A
+    value nested deeper than ``IMPORT_MAX_DEPTH`` is refused before anything walks it.
+    """
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float) if finite else json.loads(text)
+    except _NotFinite as error:
+        raise FieldError(
+            field or "", f"holds {error}, which is not a finite number; JSON numbers must be finite"
+        ) from None
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno}, column {error.colno}" if error.lineno > 1 else f"column {error.colno}"
+        raise FieldError(field or "", f"holds malformed JSON ({error.msg}, {where})") from None
+    except RecursionError:
+        raise FieldError(field or "", limits().message("holds JSON nested too deeply to read", "depth")) from None
+    except UnicodeDecodeError as error:
+        raise FieldError(field or "", f"is not UTF-8 text ({error.reason} at byte {error.start + 1})") from None
+    check_depth(value, field)
+    return value
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise _NotFinite(text)
+    return number
+
+
+def parse_json_object(text: str, what: str) -> dict[str, Any]:
+    """Parse the text of a JSON object (a config typed into a form or sent in a field), finite and within the limits."""
+    value = parse_json(text, what, finite=True)
+    if not isinstance(value, dict):
+        raise FieldError(what, f"must be a JSON object {{...}}, got {type(value).__name__}")
+    json_safe(value, what)
+    return value
+
+
+def json_depth(value: Any, *, stop: int | None = None) -> int:
+    """How deeply objects and arrays nest in ``value`` (a scalar is 0), walked without recursion.
+
+    With ``stop``, the walk ends as soon as that depth is exceeded (the answer is then ``stop + 1``).
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        depth += 1
+        if depth > deepest:
+            deepest = depth
+            if stop is not None and deepest > stop:
+                return deepest
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def check_depth(value: Any, field: str | None = None) -> None:
+    """Refuse a value whose objects and arrays nest deeper than ``IMPORT_MAX_DEPTH``."""
+    limit = limits()
+    if json_depth(value, stop=limit.depth) > limit.depth:
+        raise FieldError(field or "", limit.message("nests objects and arrays too deeply", "depth"))
 
 
 def as_list(value: Any, field: str) -> list:
@@ -133,7 +227,7 @@ def as_str_list(value: Any, field: str) -> list[str]:
     for i, item in enumerate(items):
         if isinstance(item, bool) or not isinstance(item, (str, int)) or (isinstance(item, str) and not item.strip()):
             raise FieldError(f"{field}[{i}]", f"must be a non-empty id (string or integer), got {item!r:.40}")
-        out.append(str(item))
+        out.append(checked_text(str(item), f"{field}[{i}]"))
     return out
 
 
@@ -146,14 +240,44 @@ def as_dict(value: Any, field: str) -> dict:
     return value
 
 
-def json_safe(value: Any) -> Any:
-    """Return a value that serializes to JSON (numpy scalars and arrays become Python)."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
+def json_safe(value: Any, field: str = "") -> Any:
+    """Return a free-form value (metadata, a config) as JSON that every database stores.
+
+    numpy scalars and arrays become Python; NaN becomes null (no value), but an infinite number, a
+    NUL character in text or a key, or nesting deeper than ``IMPORT_MAX_DEPTH`` is refused with
+    the field's name.
+    """
+    check_depth(value, field)
+    return _json_safe(value, field)
+
+
+def _json_safe(value: Any, field: str) -> Any:
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()
     if isinstance(value, float) and not math.isfinite(value):
-        return None
+        if math.isnan(value):
+            return None
+        raise FieldError(field, f"holds an infinite number ({value}); give a finite number or null")
+    if isinstance(value, str):
+        return checked_text(value, field)
     if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
+        out = {}
+        for key, item in value.items():
+            name = checked_text(str(key), field)
+            out[name] = _json_safe(item, f"{field}.{name}" if field else name)
+        return out
     if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
+        return [_json_safe(item, f"{field}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, bytes):
+        raise FieldError(field, "holds binary data; give text, numbers, lists or objects")
     return value
+
+
+def extra_fields(data: dict[str, Any], known: Iterable[str], *, field: str = "") -> dict[str, Any]:
+    """The record's fields other than ``known``, kept as metadata (checked by :func:`json_safe`)."""
+    skip = set(known)
+    return {
+        checked_text(str(key), field or str(key)): json_safe(value, f"{field}.{key}" if field else str(key))
+        for key, value in data.items()
+        if key not in skip
+    }

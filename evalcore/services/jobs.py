@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +44,7 @@ from django.utils import timezone
 from ..models import Job
 from .importing import Progress, no_progress
 from .problems import ImportFailed, UserFacingError
+from .uploads import discard_uploads_of
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +111,7 @@ def job_request(*, kind: str, params: Any, user: Any = None, start: bool = True)
     spec = job_kind(kind)
     if not isinstance(params, spec.params):
         raise TypeError(f"job kind {kind!r} takes {spec.params.__name__}, got {type(params).__name__}")
+    jobs_recover()
     job = Job.objects.create(
         kind=kind, params=dataclasses.asdict(params), created_by=user if getattr(user, "pk", None) else None
     )
@@ -174,22 +178,31 @@ def job_run(job_id: int, *, on_progress: Progress = no_progress) -> Job | None:
             started_at=job.started_at or now,
             heartbeat_at=now,
             message="resuming from the cache" if resumed else "starting",
+            runner=this_process(),
         )
-        if not claimed:
-            return Job.objects.get(pk=job_id)
     else:
-        Job.objects.filter(pk=job_id).update(status=Job.Status.RUNNING, started_at=now, message="starting")
+        claimed = Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
+            status=Job.Status.RUNNING, started_at=now, message="starting", runner=this_process()
+        )
+    if not claimed:
+        return Job.objects.filter(pk=job_id).first()
+    params = None
     try:
-        result = spec.handler(spec.params(**job.params), job, progress)
+        params = spec.params(**job.params)
+        result = spec.handler(params, job, progress)
     except JobCancelled:
         _finish(job_id, result={"cancelled": True}, status=Job.Status.CANCELLED)
     except ImportFailed as error:
-        _finish(job_id, error=str(error), result={"problems": [p.as_dict() for p in error.problems]})
+        _finish(job_id, error=str(error), result={"problems": [p.as_dict() for p in error.problems]}, params=params)
     except UserFacingError as error:
-        _finish(job_id, error=str(error))
-    except Exception as error:  # a job must record why it failed, whatever failed
+        _finish(job_id, error=str(error), params=params)
+    except Exception as error:  # a job must record why it failed, whatever failed; the details go to the log only
         logger.exception("job %s (%s) failed", job_id, job.kind)
-        _finish(job_id, error=f"Internal error ({type(error).__name__}: {error}); the server log has the details.")
+        _finish(
+            job_id,
+            error=f"Internal error ({type(error).__name__}) in job {job_id}; the server log has the details.",
+            params=params,
+        )
     else:
         _finish(job_id, result=result)
     return Job.objects.get(pk=job_id)
@@ -211,7 +224,11 @@ def progress_reporter(job_id: int) -> Progress:
     return report
 
 
-def _finish(job_id: int, *, result: dict[str, Any] | None = None, error: str = "", status: str | None = None) -> None:
+def _finish(
+    job_id: int, *, result: dict[str, Any] | None = None, error: str = "", status: str | None = None, params: Any = None
+) -> None:
+    if error and params is not None:
+        discard_uploads_of(params)  # a failed import's uploads are of no more use
     progress = cache.get(_key(job_id)) or {}
     status = status or (Job.Status.FAILED if error else Job.Status.SUCCEEDED)
     Job.objects.filter(pk=job_id).update(
@@ -301,3 +318,69 @@ def job_follow(job: Job, *, on_progress: Progress = no_progress, poll_seconds: f
         on_progress(current.done, current.total, current.message or current.get_status_display())
         if current.finished:
             return current
+
+
+# ----------------------------------------------------------------------------------------------
+# Jobs whose process died
+# ----------------------------------------------------------------------------------------------
+
+
+def this_process() -> str:
+    """``host:pid:start`` of the running process: who runs a job (the start time tells a reused pid apart)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_started(os.getpid())}"
+
+
+def _started(pid: int) -> str:
+    """When process ``pid`` started, in clock ticks since boot (Linux); "" where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def _gone(runner: str) -> bool:
+    """Whether the process ``runner`` names (on this host) is no longer running."""
+    _, pid_text, started = runner.rsplit(":", 2)
+    try:
+        pid = int(pid_text)
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, PermissionError, OSError):
+        return False
+    return bool(started) and _started(pid) not in ("", started)
+
+
+def jobs_recover() -> list[int]:
+    """Mark failed, with the reason, the running jobs of this host whose process is gone (killed or crashed).
+
+    A worker calls this when it starts, and so does every command that runs a job and every door
+    that asks for one: a killed import's job no longer says "running" forever. Its uploads are
+    deleted; imports write in one transaction, so nothing of it was kept. Jobs of other hosts are
+    left to their own workers.
+    """
+    host = socket.gethostname()
+    recovered = []
+    for job in Job.objects.filter(status=Job.Status.RUNNING, runner__startswith=f"{host}:"):
+        if not _gone(job.runner):
+            continue
+        pid = job.runner.rsplit(":", 2)[1]
+        reason = (
+            f"The process that ran this job (pid {pid} on {host}) stopped before the job finished: it was killed or "
+            "crashed. Nothing of it was kept (imports are written in one transaction); start it again."
+        )
+        updated = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, runner=job.runner).update(
+            status=Job.Status.FAILED, error=reason, message="failed", finished_at=timezone.now()
+        )
+        if updated:
+            logger.warning("job %s (%s): %s", job.pk, job.kind, reason)
+            kind = JOB_KINDS.get(job.kind)
+            if kind is not None:
+                try:
+                    discard_uploads_of(kind.params(**job.params))
+                except TypeError:
+                    pass
+            cache.delete(_key(job.pk))
+            recovered.append(job.pk)
+    return recovered

@@ -42,7 +42,7 @@ from ..judging.prompts import (
     check_template,
 )
 from ..models import JudgeConfig
-from .fields import FieldError, as_dict, as_number, as_text, json_safe
+from .fields import FieldError, as_dict, as_number, as_text, check_depth, checked_text, extra_fields, json_safe
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector, UserFacingError
 
@@ -94,16 +94,18 @@ def _config_hash(out: dict[str, Any]) -> str:
 def _legacy_fields(raw: dict[str, Any], problems: ProblemCollector) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
+        check_depth(raw)
         out["model"] = as_text(raw.get("model"), "model", required=True)
         out["model_version"] = as_text(raw.get("model_version"), "model_version")
         out["prompt"] = as_text(raw.get("prompt"), "prompt")
         out["temperature"] = as_number(raw.get("temperature"), "temperature")
         out["claim_splitting"] = as_text(raw.get("claim_splitting"), "claim_splitting")
         out["library_versions"] = {
-            str(k): str(v) for k, v in as_dict(raw.get("library_versions"), "library_versions").items()
+            checked_text(str(k), "library_versions"): checked_text(str(v), f"library_versions.{k}")
+            for k, v in as_dict(raw.get("library_versions"), "library_versions").items()
         }
     except FieldError as error:
-        problems.add(None, error.field, error.message)
+        problems.add(None, error.field or None, error.message)
     return out
 
 
@@ -128,8 +130,11 @@ def normalize_judge_config(raw: dict[str, Any], display: str = "judge config") -
     if raw.get("endpoint_kind") not in (None, ""):
         return _normalize_runnable(raw, problems)
     out = _legacy_fields(raw, problems)
+    try:
+        out["extra"] = extra_fields(raw, JUDGE_FIELDS)
+    except FieldError as error:
+        problems.add(None, error.field or None, error.message)
     problems.raise_if_any()
-    out["extra"] = {k: json_safe(v) for k, v in raw.items() if k not in JUDGE_FIELDS}
     out["prompt_hash"] = hashlib.sha256(out["prompt"].encode()).hexdigest()
     out["config_hash"] = _config_hash(out)
     return out
@@ -214,7 +219,10 @@ def _normalize_runnable(raw: dict[str, Any], problems: ProblemCollector) -> dict
     out["few_shot"], out["few_shot_examples"] = _few_shot(raw, problems)
     problems.raise_if_any()
     known = JUDGE_FIELDS | set(RUN_FIELDS) | set(CONNECTION_KEYS)
-    out["extra"] = {k: json_safe(v) for k, v in raw.items() if k not in known}
+    try:
+        out["extra"] = extra_fields(raw, known)
+    except FieldError as error:
+        problems.add(None, error.field or None, error.message)
     out["prompt_hash"] = hashlib.sha256(out["prompt"].encode()).hexdigest()
     out["config_hash"] = _config_hash(out)
     return out

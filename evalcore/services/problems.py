@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+from .limits import limits
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,14 @@ class ImportProblem:
 
 
 class UserFacingError(Exception):
-    """An error whose message tells the user what went wrong and what to do; shown as is."""
+    """An error whose message tells the user what went wrong and what to do; shown as is.
+
+    ``field`` names the input it is about, when it is about one (an API answers ``{field: [message]}``).
+    """
+
+    def __init__(self, message: str = "", *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class ImportFailed(UserFacingError):
@@ -42,9 +53,9 @@ class ImportFailed(UserFacingError):
 class ProblemCollector:
     """Collect problems up to a limit; the import stops (and rolls back) once any were found."""
 
-    def __init__(self, file: str, limit: int = 50) -> None:
+    def __init__(self, file: str, limit: int | None = None) -> None:
         self.file = file
-        self.limit = limit
+        self.limit = limit if limit is not None else limits().problems
         self.problems: list[ImportProblem] = []
         self.truncated = False
 
@@ -64,3 +75,16 @@ class ProblemCollector:
     def raise_if_any(self) -> None:
         if self.problems:
             raise ImportFailed(self.problems, truncated=self.truncated)
+
+
+T = TypeVar("T")
+
+
+def about_field(field: str, check: Callable[[], T]) -> T:
+    """Run a check of one input; a refusal that names no input is said to be about ``field``."""
+    try:
+        return check()
+    except UserFacingError as error:
+        if error.field is None:
+            error.field = field
+        raise

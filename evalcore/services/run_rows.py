@@ -11,7 +11,19 @@ import ast
 import json
 from typing import Any
 
-from .fields import FieldError, as_bool, as_dict, as_id, as_list, as_number, as_str_list, as_text, is_blank, json_safe
+from .fields import (
+    FieldError,
+    as_bool,
+    as_dict,
+    as_id,
+    as_list,
+    as_number,
+    as_str_list,
+    as_text,
+    extra_fields,
+    is_blank,
+)
+from .limits import limits
 
 ROW_FIELDS = {"id", "retrieved", "context_ids", "context", "answer", "declined", "claims", "scores"}
 RAGAS_FIELDS = {
@@ -26,8 +38,12 @@ RAGAS_FIELDS = {
 
 
 def _claims(raw: Any) -> list[dict[str, Any]]:
+    items = as_list(raw, "claims")
+    limit = limits()
+    if len(items) > limit.claims:
+        raise FieldError("claims", limit.message(f"lists {len(items):,} claims", "claims"))
     claims = []
-    for i, item in enumerate(as_list(raw, "claims")):
+    for i, item in enumerate(items):
         where = f"claims[{i}]"
         if not isinstance(item, dict):
             raise FieldError(
@@ -40,7 +56,7 @@ def _claims(raw: Any) -> list[dict[str, Any]]:
         rationale = as_text(item.get("rationale"), f"{where}.rationale")
         if rationale:
             claim["rationale"] = rationale
-        extra = {k: json_safe(v) for k, v in item.items() if k not in ("text", "supported", "rationale")}
+        extra = extra_fields(item, ("text", "supported", "rationale"), field=where)
         if extra:
             claim["metadata"] = extra
         claims.append(claim)
@@ -51,7 +67,7 @@ def _scores(raw: Any, field: str = "scores") -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for name, value in as_dict(raw, field).items():
         name = str(name).strip()
-        if not name or len(name) > 100:
+        if not name or len(name) > 100 or "\x00" in name:
             raise FieldError(field, f"metric names are 1 to 100 characters, got {name!r:.40}")
         out[name] = as_number(value, f"{field}.{name}")
     return out
@@ -114,7 +130,7 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
         context = "\n\n".join(context_chunks)
     else:
         context = as_text(raw_context, "context")
-    metadata = {k: json_safe(v) for k, v in data.items() if k not in ROW_FIELDS and not str(k).startswith("scores.")}
+    metadata = extra_fields(data, ROW_FIELDS | {k for k in data if str(k).startswith("scores.")})
     scores = _scores(data.get("scores"))
     for key, value in data.items():  # CSV and Parquet may give scores as scores.<metric> columns
         if str(key).startswith("scores."):

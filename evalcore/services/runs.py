@@ -49,7 +49,7 @@ def read_chunk_map(path: Path, display: str | None = None) -> tuple[ChunkMap, li
     problems = ProblemCollector(display)
     chunks: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    for record in read_records(path, fmt, display):
+    for record in read_records(path, fmt, display, problems=problems):
         data = record.data
         try:
             chunk_id = as_id(data.get("id", data.get("chunk_id")), "id")
@@ -136,7 +136,7 @@ def _validated_rows(
     problems: ProblemCollector,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     return validated(
-        read_import(path, fmt, display, trec="trec-run", holding="a run's rows"),
+        read_import(path, fmt, display, trec="trec-run", holding="a run's rows", problems=problems),
         _row_checker(index, version, fmt, chunk_map, k),
         problems,
         key=lambda row: row["qid"],
@@ -188,9 +188,12 @@ def run_import(
         )
     version = about_file(display, lambda: version_by_ref(evalset))
     judge = normalize_judge_config(judge_config) if judge_config else None
-    system = json_safe(system_config or {})
-    if not isinstance(system, dict):
-        raise ImportFailed([ImportProblem(display, None, None, "the system config must be a JSON object")])
+    if not isinstance(system_config or {}, dict):
+        raise ImportFailed([ImportProblem("system config", None, None, "the system config must be a JSON object")])
+    try:
+        system = json_safe(system_config or {})
+    except FieldError as error:
+        raise ImportFailed([ImportProblem("system config", None, error.field or None, error.message)]) from None
     chunk_map, chunk_rows = read_chunk_map(chunks_path) if chunks_path else (None, [])
 
     options = {

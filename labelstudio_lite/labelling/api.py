@@ -17,6 +17,8 @@ from evalcore.api import _accepted as job_accepted
 from evalcore.selectors import run_by_ref
 from evalcore.services.problems import UserFacingError
 from labelstudio_lite.accounts.access import IsEvalOwner
+from labelstudio_lite.rest import MAX_ID, StrictBooleanField, id_field
+from labelstudio_lite.schema import ErrorOutput
 
 from .access import campaign_for_labelling, campaign_for_owner, verdict_set_for
 from .jobs import TryPromptParams, request_try_prompt
@@ -43,13 +45,47 @@ from .services.judge_report import judge_report
 from .services.remeasure import remeasure, remeasurement_open
 
 
+class ChunkOutput(serializers.Serializer):
+    n = serializers.IntegerField()
+    id = serializers.CharField()
+    text = serializers.CharField()
+
+
 class BlindItemOutput(serializers.Serializer):
     item_id = serializers.IntegerField()
     question = serializers.CharField()
-    context = serializers.ListField(child=serializers.DictField())
+    context = ChunkOutput(many=True)
     answer = serializers.CharField()
     claim = serializers.CharField(allow_null=True)
     claim_number = serializers.IntegerField(allow_null=True)
+    lease_expires_at = serializers.DateTimeField()
+    question_asked = serializers.CharField()
+
+
+class ShareOutput(serializers.Serializer):
+    done = serializers.IntegerField()
+    cant_tell = serializers.IntegerField()
+    target = serializers.IntegerField()
+
+
+VERDICTS = OpenApiParameter(
+    "verdicts",
+    {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+    description="the verdict set of another judge config (default: the run's own judge)",
+)
+REMEASURE_PARAMETERS = [
+    OpenApiParameter(
+        "verdicts",
+        {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+        required=True,
+        description="the verdict set of the new judge config",
+    ),
+    OpenApiParameter(
+        "split",
+        {"type": "string", "enum": ["heldout"], "default": "heldout"},
+        description="only the held-out split: a judge tuned on the tuning split's disagreements would look better there",
+    ),
+]
 
 
 def _share(campaign: Campaign, user) -> dict:
@@ -63,7 +99,14 @@ class MyCampaignsApi(APIView):
     @extend_schema(
         responses=inline_serializer(
             "MyCampaign",
-            {"name": serializers.CharField(), "question": serializers.CharField(), "share": serializers.DictField()},
+            {
+                "name": serializers.CharField(),
+                "unit": serializers.CharField(),
+                "question": serializers.CharField(),
+                "guidance": serializers.CharField(),
+                "share": ShareOutput(),
+            },
+            many=True,
         ),
         summary="Campaigns you are assigned to label",
     )
@@ -104,7 +147,7 @@ class NextItemApi(APIView):
 
 
 class LabelInput(serializers.Serializer):
-    item_id = serializers.IntegerField()
+    item_id = id_field()
     value = serializers.ChoiceField(choices=Label.Value.values)
     rationale = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
 
@@ -137,7 +180,9 @@ class MyLabelsApi(APIView):
         return Response(OwnLabelOutput(own_labels(campaign=campaign, user=request.user), many=True).data)
 
     @extend_schema(
-        request=LabelInput, responses={201: OwnLabelOutput, 409: None}, summary="Label an item you hold (idempotent)"
+        request=LabelInput,
+        responses={201: OwnLabelOutput, 409: ErrorOutput},
+        summary="Label an item you hold (idempotent)",
     )
     def post(self, request: Request, name: str) -> Response:
         campaign = campaign_for_labelling(request.user, name)
@@ -158,18 +203,15 @@ class MyLabelsApi(APIView):
 class SkipApi(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(
-        request=inline_serializer("SkipInput", {"item_id": serializers.IntegerField()}),
-        responses={204: None},
-        summary="Give a held item back",
-    )
+    class SkipInput(serializers.Serializer):
+        item_id = id_field()
+
+    @extend_schema(request=SkipInput, responses={204: None}, summary="Give a held item back")
     def post(self, request: Request, name: str) -> Response:
         campaign = campaign_for_labelling(request.user, name)
-        try:
-            item_id = int(request.data.get("item_id"))
-        except (TypeError, ValueError):
-            return Response({"item_id": ["an integer is required"]}, status=400)
-        skip_item(campaign=campaign, user=request.user, item_id=item_id)
+        data = self.SkipInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        skip_item(campaign=campaign, user=request.user, item_id=data.validated_data["item_id"])
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -177,7 +219,21 @@ class CampaignListApi(APIView):
     permission_classes = [IsEvalOwner]
 
     @extend_schema(
-        responses=inline_serializer("CampaignSummary", {"name": serializers.CharField()}, many=True),
+        responses=inline_serializer(
+            "CampaignSummary",
+            {
+                "name": serializers.CharField(),
+                "run": serializers.CharField(),
+                "unit": serializers.CharField(),
+                "size": serializers.IntegerField(),
+                "overlap": serializers.IntegerField(),
+                "heldout_fraction": serializers.FloatField(),
+                "seed": serializers.IntegerField(),
+                "strata": serializers.ListField(child=serializers.DictField()),
+                "created_at": serializers.DateTimeField(),
+            },
+            many=True,
+        ),
         summary="Campaigns (eval owners)",
         operation_id="campaigns_list",
     )
@@ -257,7 +313,18 @@ class CampaignDetailApi(APIView):
     permission_classes = [IsEvalOwner]
 
     @extend_schema(
-        responses=inline_serializer("CampaignDetail", {"name": serializers.CharField()}),
+        responses=inline_serializer(
+            "CampaignDetail",
+            {
+                "name": serializers.CharField(),
+                "run": serializers.CharField(),
+                "unit": serializers.CharField(),
+                "question": serializers.CharField(),
+                "progress": serializers.DictField(),
+                "agreement": serializers.DictField(),
+                "final_labels": serializers.DictField(child=serializers.IntegerField()),
+            },
+        ),
         summary="Progress and annotator agreement",
     )
     def get(self, request: Request, name: str) -> Response:
@@ -312,7 +379,18 @@ class JudgeReportApi(APIView):
     permission_classes = [IsEvalOwner]
 
     @extend_schema(
-        responses=inline_serializer("JudgeReport", {"verdict": serializers.DictField()}),
+        parameters=[VERDICTS],
+        responses=inline_serializer(
+            "JudgeReport",
+            {
+                "campaign": serializers.CharField(),
+                "unit": serializers.CharField(),
+                "verdict": serializers.DictField(),
+                "overall": serializers.DictField(),
+                "slices": serializers.ListField(child=serializers.DictField()),
+                "warnings": serializers.ListField(child=serializers.CharField()),
+            },
+        ),
         summary="The judge error report (same numbers as the page)",
     )
     def get(self, request: Request, name: str) -> Response:
@@ -353,8 +431,8 @@ class RemeasureApi(APIView):
         return Response(result.as_dict())
 
     @extend_schema(
-        parameters=[OpenApiParameter("verdicts", int, required=True), OpenApiParameter("split", str)],
-        responses={200: inline_serializer("Remeasurement", {"n": serializers.IntegerField()}), 409: None},
+        parameters=REMEASURE_PARAMETERS,
+        responses={200: inline_serializer("Remeasurement", {"n": serializers.IntegerField()}), 409: ErrorOutput},
         summary="New judge vs old on the held-out split, once opened (a read)",
     )
     def get(self, request: Request, name: str) -> Response:
@@ -362,7 +440,7 @@ class RemeasureApi(APIView):
 
     @extend_schema(
         request=None,
-        parameters=[OpenApiParameter("verdicts", int, required=True), OpenApiParameter("split", str)],
+        parameters=REMEASURE_PARAMETERS,
         responses={200: inline_serializer("RemeasurementOpened", {"n": serializers.IntegerField()})},
         summary="Open the re-measurement (recorded) and return it",
     )
@@ -375,13 +453,27 @@ class ExportListApi(APIView):
 
     class ExportInput(serializers.Serializer):
         format = serializers.ChoiceField(choices=DISAGREEMENT_FORMATS)
-        limit = serializers.IntegerField(required=False, min_value=1)
-        balanced = serializers.BooleanField(required=False, default=False)
-        seed = serializers.IntegerField(required=False, default=7, min_value=0)
-        verdicts = serializers.IntegerField(required=False)
+        limit = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000)
+        balanced = StrictBooleanField(required=False, default=False)
+        seed = serializers.IntegerField(required=False, default=7, min_value=0, max_value=2**32 - 1)
+        verdicts = id_field(required=False, help_text="the verdict set of another judge config (default: the run's)")
 
     @extend_schema(
-        responses=inline_serializer("ExportRecordOut", {"version": serializers.IntegerField()}, many=True),
+        responses=inline_serializer(
+            "ExportRecordOut",
+            {
+                "version": serializers.IntegerField(),
+                "kind": serializers.CharField(),
+                "format": serializers.CharField(),
+                "items": serializers.IntegerField(),
+                "heldout_items": serializers.IntegerField(),
+                "options": serializers.DictField(),
+                "created_by": serializers.CharField(allow_null=True),
+                "created_at": serializers.DateTimeField(),
+                "download": serializers.CharField(),
+            },
+            many=True,
+        ),
         summary="Exports of a campaign",
     )
     def get(self, request: Request, name: str) -> Response:
@@ -405,7 +497,17 @@ class ExportListApi(APIView):
 
     @extend_schema(
         request=ExportInput,
-        responses={201: inline_serializer("ExportCreated", {"version": serializers.IntegerField()})},
+        responses={
+            201: inline_serializer(
+                "ExportCreated",
+                {
+                    "version": serializers.IntegerField(),
+                    "items": serializers.IntegerField(),
+                    "options": serializers.DictField(),
+                    "content": serializers.CharField(),
+                },
+            )
+        },
         summary="Export the tuning split's disagreements (recorded and versioned)",
     )
     def post(self, request: Request, name: str) -> Response:

@@ -1,5 +1,7 @@
 from django.urls import path
 
+import labelstudio_lite.rest  # noqa: F401 (registers the id path converter)
+
 from . import api
 
 urlpatterns = [

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 from django import forms
 from django.contrib.auth import get_user_model
 from django.core.validators import validate_slug
 
+from evalcore.forms import json_object_field
 from evalcore.models import JudgeConfig, Run
 
 from .models import Campaign, Label
@@ -70,7 +69,7 @@ class CampaignForm(forms.Form):
 
 
 class AnswerForm(forms.Form):
-    item_id = forms.IntegerField()
+    item_id = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     value = forms.ChoiceField(choices=Label.Value.choices + [("skip", "Skip")])
     rationale = forms.CharField(required=False, max_length=5000)
 
@@ -81,7 +80,7 @@ class ChangeLabelForm(forms.Form):
 
 
 class AdjudicationForm(forms.Form):
-    item_id = forms.IntegerField()
+    item_id = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     value = forms.ChoiceField(choices=[("supported", "Supported"), ("unsupported", "Unsupported")])
     note = forms.CharField(required=False, max_length=2000)
 
@@ -121,12 +120,9 @@ class VerdictImportForm(forms.Form):
     )
 
     def clean_judge_config(self) -> dict:
-        try:
-            data = json.loads(self.cleaned_data["judge_config"])
-        except json.JSONDecodeError as error:
-            raise forms.ValidationError(f"malformed JSON, line {error.lineno}: {error.msg}") from None
-        if not isinstance(data, dict):
-            raise forms.ValidationError("the judge config must be a JSON object")
+        data = json_object_field(self.cleaned_data["judge_config"], "judge config")
+        if data is None:
+            raise forms.ValidationError("the judge config is required: a JSON object")
         return data
 
 

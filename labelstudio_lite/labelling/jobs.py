@@ -17,7 +17,8 @@ from evalcore.models import Job, JudgeConfig
 from evalcore.selectors import NotFound
 from evalcore.services.jobs import Progress, job_cancel_requested, job_request, register_job_kind
 from evalcore.services.judge_configs import normalize_judge_config
-from evalcore.services.problems import UserFacingError
+from evalcore.services.problems import UserFacingError, about_field
+from evalcore.services.uploads import discarding_uploads
 
 from .models import Campaign
 from .selectors import campaign_get
@@ -32,9 +33,9 @@ TRY_PROMPT = "try_prompt"
 
 def _check_campaign_and_file(params: LabelImportParams | VerdictImportParams) -> Campaign:
     """Refuse at once what the job would fail on: no such campaign, no such file."""
-    campaign = campaign_get(params.campaign)
+    campaign = about_field("campaign", lambda: campaign_get(params.campaign))
     if not Path(params.path).is_file():
-        raise UserFacingError(f"{params.path}: no such file")
+        raise UserFacingError(f"{params.display_name or Path(params.path).name}: no such file", field="file")
     return campaign
 
 
@@ -45,6 +46,7 @@ class LabelImportParams:
     display_name: str | None = None
 
 
+@discarding_uploads
 def request_labels_import(*, params: LabelImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept a label import as a job, or refuse it at once (no such campaign or file)."""
     _check_campaign_and_file(params)
@@ -72,10 +74,11 @@ class VerdictImportParams:
     display_name: str | None = None
 
 
+@discarding_uploads
 def request_verdicts_import(*, params: VerdictImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept an import of a new judge config's verdicts as a job, or refuse it at once."""
     _check_campaign_and_file(params)
-    normalize_judge_config(params.judge_config)
+    about_field("judge_config", lambda: normalize_judge_config(params.judge_config))
     return job_request(kind=IMPORT_VERDICTS, params=params, user=user, start=start)
 
 

@@ -267,9 +267,11 @@ def verdict_sets_of(campaign: Campaign) -> QuerySet[VerdictSet]:
 
 def verdict_set_in(campaign: Campaign, pk: Any) -> VerdictSet | None:
     """The campaign's verdict set with this id (a number or its digits), or None."""
-    if isinstance(pk, bool) or not (isinstance(pk, int) or (isinstance(pk, str) and pk.isdigit())):
-        return None
-    return verdict_sets_of(campaign).filter(pk=int(pk)).first()
+    if isinstance(pk, str) and pk.isascii() and pk.isdigit():
+        pk = int(pk)
+    if isinstance(pk, bool) or not isinstance(pk, int) or not 0 < pk < 2**63:
+        return None  # not an id (or none a database could hold)
+    return verdict_sets_of(campaign).filter(pk=pk).first()
 
 
 def verdict_set_asked(campaign: Campaign, pk: Any) -> VerdictSet | None:

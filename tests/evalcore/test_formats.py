@@ -14,7 +14,7 @@ import pytest
 
 from evalcore.models import Question, Row
 from evalcore.services.evalsets import evalset_import
-from evalcore.services.problems import ImportFailed
+from evalcore.services.problems import ImportFailed, ProblemCollector
 from evalcore.services.readers import read_trec_run
 from evalcore.services.runs import run_import
 from tests.factories import QUESTIONS, ok_row
@@ -310,7 +310,9 @@ def test_a_trec_run_is_ranked_by_score_then_docno_descending_ignoring_the_rank_c
     path.write_text(
         "1 Q0 docA 1 0.5 sys\n1 Q0 docC 2 0.9 sys\n1 Q0 docB 3 0.5 sys\n1 Q0 docD 4 0.5 sys\n2 Q0 docZ 1 1.0 sys\n"
     )
-    records = {r.data["id"]: r for r in read_trec_run(path, "run.txt")}
+    problems = ProblemCollector("run.txt")
+    records = {r.data["id"]: r for r in read_trec_run(path, "run.txt", problems)}
+    assert not problems
     assert records["1"].data["retrieved"] == ["docC", "docD", "docB", "docA"]
     assert records["2"].data["retrieved"] == ["docZ"]
     assert (records["1"].line, records["2"].line) == (1, 5)

@@ -261,7 +261,7 @@ def test_an_upload_form_with_a_bad_field_is_shown_again_with_the_error(owner_cli
         },
     )
     assert response.status_code == 400
-    assert "malformed JSON in the judge config" in response.content.decode()
+    assert "the judge config holds malformed JSON" in response.content.decode()
     assert Job.objects.count() == 0
 
 

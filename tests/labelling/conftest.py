@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 from functools import partial
+from types import SimpleNamespace
 
 import pytest
 
 from evalcore.models import Run
 from evalcore.services.runs import run_import
+from labelstudio_lite.labelling.services.remeasure import remeasurement_open
 from tests import factories
 
 
@@ -55,3 +57,24 @@ def campaign(small_run, make_campaign, annotator, other_annotator):
 def solo_campaign(small_run, make_campaign, annotator):
     """All 12 answers of the small run, overlap 1, adam alone."""
     return make_campaign(run=small_run, name="solo", overlap=1, annotators=[annotator])
+
+
+@pytest.fixture
+def tuned_campaign(small_run, make_campaign, owner, annotator, tmp_path):
+    """All 12 answers of the small run, half held out, overlap 2 (olivia and adam); adam labelled every
+    item (every third unsupported); a tuned judge's verdicts on them, whose re-measurement is open."""
+    campaign = make_campaign(
+        run=small_run, name="tuned", heldout_fraction=0.5, overlap=2, annotators=[owner, annotator]
+    )
+    factories.label_items(
+        campaign=campaign, user=annotator, value=lambda item: "unsupported" if item.position % 3 == 0 else "supported"
+    )
+    verdict_set = factories.import_verdicts(
+        folder=tmp_path,
+        campaign=campaign,
+        file="tuned.jsonl",
+        judge_config={**factories.JUDGE, "prompt": "tuned"},
+        records=[{"question_id": factories.qid_of(i), "supported": i % 2 == 0} for i in range(12)],
+    ).verdict_set
+    remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=owner)
+    return SimpleNamespace(campaign=campaign, verdict_set=verdict_set)

@@ -4,67 +4,24 @@ export or opens a re-measurement, and no generated input makes the server fail."
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 
 import pytest
 from rest_framework.authtoken.models import Token
 
-from labelstudio_lite.labelling.services.remeasure import remeasurement_open
-from tests.factories import JUDGE, import_verdicts, label_items, qid_of
-
+from .schemathesis_cli import st_run
 from .snapshots import labelling_state
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def fuzz_reads(url: str, token: str, campaign: str, verdicts: int, tmp_path) -> subprocess.CompletedProcess:
-    config = tmp_path / "schemathesis.toml"
-    config.write_text(f'[parameters]\n"path.name" = "{campaign}"\nverdicts = {verdicts}\n')
-    st = shutil.which("st", path=os.path.dirname(sys.executable)) or "st"
-    return subprocess.run(
-        [
-            st,
-            "--config-file",
-            str(config),
-            "run",
-            f"{url}/api/schema/",
-            "-H",
-            f"Authorization: Token {token}",
-            "--include-method",
-            "GET",
-            "-n",
-            "8",
-            "--checks",
-            "not_a_server_error",
-            "--generation-deterministic",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-    )
+    config = f'[parameters]\n"path.name" = "{campaign}"\nverdicts = {verdicts}\n'
+    return st_run(url, token, config, tmp_path, "--include-method", "GET", "-n", "8", "--checks", "not_a_server_error")
 
 
-def test_fuzzing_every_read_of_the_api_changes_no_campaign(
-    live_server, small_run, make_campaign, owner, annotator, tmp_path
-):
-    campaign = make_campaign(
-        run=small_run, name="fuzzed", heldout_fraction=0.5, overlap=1, annotators=[owner, annotator]
-    )
-    label_items(
-        campaign=campaign, user=annotator, value=lambda item: "unsupported" if item.position % 3 == 0 else "supported"
-    )
-    verdict_set = import_verdicts(
-        folder=tmp_path,
-        campaign=campaign,
-        file="tuned.jsonl",
-        judge_config={**JUDGE, "prompt": "tuned"},
-        records=[{"question_id": qid_of(i), "supported": i % 2 == 0} for i in range(12)],
-    ).verdict_set
-    remeasurement_open(campaign=campaign, verdict_set=verdict_set, user=owner)
+def test_fuzzing_every_read_of_the_api_changes_no_campaign(live_server, tuned_campaign, owner, annotator, tmp_path):
+    campaign, verdict_set = tuned_campaign.campaign, tuned_campaign.verdict_set
     before = labelling_state()
 
     for user in (owner, annotator):

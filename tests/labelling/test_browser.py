@@ -193,8 +193,8 @@ def test_a_key_pressed_the_moment_the_next_item_swaps_in_still_answers_without_a
     page.on("request", lambda r: hx_posts.append(r.headers.get("hx-request")) if r.method == "POST" else None)
 
     page.keyboard.press("s")
-    page.wait_for_function(
-        "document.getElementById('share-done') && document.getElementById('share-done').textContent === '2'"
+    page.wait_for_function(  # a function, not an expression: Playwright evals expressions, which the CSP refuses
+        "() => document.getElementById('share-done') && document.getElementById('share-done').textContent === '2'"
     )
 
     assert page.evaluate("window.__marker") == "same-page"

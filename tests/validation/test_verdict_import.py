@@ -232,7 +232,7 @@ def test_the_command_refuses_a_missing_file_an_unknown_campaign_and_an_unreadabl
         command(str(tmp_path / "missing.jsonl"), "--campaign", campaign.name, "--judge-config", str(tuned_config))
     with pytest.raises(CommandError, match="no campaign named 'nope'"):
         command(str(path), "--campaign", "nope", "--judge-config", str(tuned_config))
-    with pytest.raises(CommandError, match="cannot read the judge config"):
+    with pytest.raises(CommandError, match="broken.json: the judge config holds malformed JSON"):
         command(str(path), "--campaign", campaign.name, "--judge-config", str(broken))
     assert nothing_imported()
 

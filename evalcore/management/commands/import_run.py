@@ -1,12 +1,12 @@
 """import_run FILE --evalset NAME[@VERSION] --name RUN: import a run's per-question rows."""
 
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from ...jobs import RunImportParams, request_run_import
-from ...services.readers import FORMATS
+from ...services.problems import UserFacingError
+from ...services.readers import FORMATS, read_json_object_file
 from ..cli import existing_file, run_import_cli
 
 
@@ -14,14 +14,9 @@ def _json_file(path: Path | None, what: str) -> dict | None:
     if path is None:
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CommandError(f"{path}: no such file ({what})") from None
-    except json.JSONDecodeError as error:
-        raise CommandError(f"{path}, line {error.lineno}: malformed JSON in the {what}: {error.msg}") from None
-    if not isinstance(data, dict):
-        raise CommandError(f"{path}: the {what} must be a JSON object")
-    return data
+        return read_json_object_file(path, what)
+    except UserFacingError as error:
+        raise CommandError(str(error)) from None
 
 
 class Command(BaseCommand):

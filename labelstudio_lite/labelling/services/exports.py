@@ -16,7 +16,6 @@ record that the export's POST created: reading never records, recording never ha
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import random
@@ -28,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from evalcore.services.problems import UserFacingError
+from evalcore.services.spreadsheets import SafeDictWriter
 
 from ..models import Campaign, ExportRecord, Item, Label, RemeasurementView, Verdict, VerdictSet
 from ..results import Result
@@ -144,7 +144,7 @@ def label_lines(campaign: Campaign, fmt: str) -> Iterator[str]:
             yield json.dumps(row, ensure_ascii=False) + "\n"
         return
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=LABEL_FIELDS)
+    writer = SafeDictWriter(buffer, fieldnames=LABEL_FIELDS)
     writer.writeheader()
     yield buffer.getvalue()
     for row in label_rows(campaign):
@@ -308,7 +308,7 @@ def render_examples(examples: list[dict[str, Any]], fmt: str, campaign: Campaign
     if fmt == "chat":
         return "".join(json.dumps(_chat(e, campaign, system_prompt), ensure_ascii=False) + "\n" for e in examples)
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=DISAGREEMENT_FIELDS)
+    writer = SafeDictWriter(buffer, fieldnames=DISAGREEMENT_FIELDS)
     writer.writeheader()
     for e in examples:
         writer.writerow(

@@ -67,7 +67,7 @@ def labels_import(
     problems = ProblemCollector(display)
     parsed: list[tuple[int, ItemRef, Any, _LabelLine]] = []
     seen: dict[tuple[int, str], int] = {}
-    records = read_records(path, container_of(path), display)
+    records = read_records(path, container_of(path), display, problems=problems)
     for line, item, label in item_lines(records, campaign_items(campaign), _read_label, problems):
         key = (item.pk, label.annotator)
         if key in seen:

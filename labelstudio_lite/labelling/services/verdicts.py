@@ -74,7 +74,7 @@ def verdicts_import(
     parsed: list[tuple[int, bool, str]] = []
     seen: dict[int, int] = {}
     heldout_covered = 0
-    records = read_records(path, container_of(path), display)
+    records = read_records(path, container_of(path), display, problems=problems)
     for line, item, (supported, rationale) in item_lines(
         records, campaign_items(campaign, ignore_answer_claim_index=True), _read_verdict, problems
     ):

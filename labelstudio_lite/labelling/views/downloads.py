@@ -6,7 +6,11 @@ from collections.abc import Iterable
 
 from django.http import HttpResponse, StreamingHttpResponse
 
-CONTENT_TYPES = {"csv": "text/csv", "jsonl": "application/x-ndjson", "chat": "application/x-ndjson"}
+CONTENT_TYPES = {
+    "csv": "text/csv; charset=utf-8",
+    "jsonl": "application/x-ndjson; charset=utf-8",
+    "chat": "application/x-ndjson; charset=utf-8",
+}
 
 
 def attachment(content: str | Iterable[str], *, fmt: str, filename: str) -> HttpResponse:

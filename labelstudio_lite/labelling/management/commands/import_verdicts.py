@@ -1,11 +1,12 @@
 """import_verdicts FILE --campaign NAME --judge-config FILE: a new judge config's verdicts on the campaign's items."""
 
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from evalcore.management.cli import existing_file, run_import_cli
+from evalcore.services.problems import UserFacingError
+from evalcore.services.readers import read_json_object_file
 
 from ...jobs import VerdictImportParams, request_verdicts_import
 
@@ -23,9 +24,9 @@ class Command(BaseCommand):
         path: Path = options["file"]
         file = existing_file(path)
         try:
-            config = json.loads(options["judge_config"].read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as error:
-            raise CommandError(f"{options['judge_config']}: cannot read the judge config: {error}") from None
+            config = read_json_object_file(options["judge_config"], "judge config")
+        except UserFacingError as error:
+            raise CommandError(str(error)) from None
         params = VerdictImportParams(
             campaign=options["campaign"], path=file, display_name=path.name, judge_config=config
         )
