@@ -15,9 +15,10 @@ processes and threads, ``DEBUG=0``) on a free localhost port and drives it:
   campaign is done;
 * the same at a reading pace: each annotator spends ``--think`` seconds on average (0.5x to 1.5x)
   on an item before answering (a person at the page's 1,000 items an hour takes 3.6 s);
-* N annotators at once through the labelling page as a browser does it: log in, ``GET
-  /label/<c>/``, then ``POST /label/<c>/answer/`` with ``HX-Request`` (which saves the label and
-  returns the next item as a partial), flat out until the campaign is done.
+* N annotators at once through the labelling page as its script does it: log in, ``GET
+  /label/<c>/``, ``POST /label/<c>/next/`` for the page's items, then ``POST /label/<c>/answer/``
+  (which saves the label, renews the page's held items and refills its queue, JSON), flat out
+  until the campaign is done.
 
 Each campaign is a fresh one of ``--items`` items (at most the demo run's 1,270 claims with a judge verdict).
 Server time is read from the ``Server-Timing`` header every response carries
@@ -367,7 +368,7 @@ class Tally:
 _TIMING = re.compile(r"app;dur=([0-9.]+)")
 _CPU = re.compile(r"cpu;dur=([0-9.]+)")
 _DB = re.compile(r'db;dur=([0-9.]+);desc="(\d+) queries"')
-_ITEM_ID = re.compile(r'name="item_id" value="(\d+)"')
+_KEY = re.compile(r'name="key" value="([^"]+)"')
 _CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
@@ -510,43 +511,55 @@ def api_annotator(
 def page_annotator(
     port: int, campaign: str, username: str, tally: Tally, label: str, deadline: float, rng: random.Random
 ) -> None:
-    """Label through the labelling page as the browser does: log in, open the page, answer with htmx."""
+    """Label through the labelling page as its script does: log in, open the page, ask for its items, then
+    answer each with its idempotency key; every reply refills the page's queue (JSON)."""
     client = Client(port, tally)
-    html = ""
+    queue: list[dict[str, Any]] = []
+    done = False
+
+    def headers() -> dict[str, str]:
+        return {
+            "Accept": "application/json",
+            "X-CSRFToken": client.cookies.get("csrftoken", ""),
+            "Referer": f"http://127.0.0.1:{port}/label/{campaign}/",
+        }
+
+    def merge(reply: dict[str, Any]) -> None:
+        nonlocal done
+        held = {item["id"] for item in reply["items"]}
+        queue[:] = [item for item in queue if item["id"] in held]
+        known = {item["id"] for item in queue}
+        for item in reply["items"]:
+            if item["id"] not in known and "html" in item:
+                queue.append({"id": item["id"], "key": _KEY.search(item["html"]).group(1)})
+        done = not reply["items"]
 
     def next_item() -> int | None:
-        found = _ITEM_ID.search(html)
-        if found is None:
-            if "You're done" not in html and "You&#x27;re done" not in html:
-                tally.errors.append(f"page without an item nor 'done': {html[:300]!r}")
+        if not queue:
+            if not done:
+                tally.errors.append("the page's queue ran dry although its share is not done")
             return None
-        return int(found.group(1))
+        return queue[0]["id"]
 
     def answer(item_id: int, value: str) -> str | None:
-        nonlocal html
-        csrf = _CSRF_INPUT.search(html).group(1)
-        status, _, page = client.request(
-            f"{label} answer",
-            "POST",
-            f"/label/{campaign}/answer/",
-            body={"item_id": item_id, "value": value, "rationale": "benchmark", "csrfmiddlewaretoken": csrf},
-            headers={
-                "HX-Request": "true",
-                "HX-Target": "item-area",
-                "Referer": f"http://127.0.0.1:{port}/label/{campaign}/",
-            },
+        item = queue.pop(0)
+        have = ",".join(str(other["id"]) for other in queue)
+        fields = {"item_id": item_id, "value": value, "rationale": "benchmark", "key": item["key"], "have": have}
+        status, _, body = client.request(
+            f"{label} answer", "POST", f"/label/{campaign}/answer/", body=fields, headers=headers()
         )
         if status != 200:
-            return f"answer: HTTP {status} {page[:200]!r}"
-        html = page.decode()
-        if 'class="error"' in html:
-            return f"answer refused: {re.search(r'class=.error.[^>]*>([^<]*)', html).group(1)}"
+            return f"answer: HTTP {status} {body[:200]!r}"
+        reply = json.loads(body)
+        if reply["result"]["outcome"] != "saved":
+            return f"answer refused: {reply['result']['message']}"
+        merge(reply)
         return None
 
     try:
         _, _, page = client.request(None, "GET", "/accounts/login/")
         token = _CSRF_INPUT.search(page.decode()).group(1)
-        status, headers, _ = client.request(
+        status, headers_, _ = client.request(
             None,
             "POST",
             "/accounts/login/",
@@ -555,11 +568,15 @@ def page_annotator(
         if status != 302 or "sessionid" not in client.cookies:
             tally.errors.append(f"login of {username} failed: HTTP {status}")
             return
-        status, _, page = client.request(f"{label} page", "GET", f"/label/{campaign}/")
+        status, _, page = client.request(None, "GET", f"/label/{campaign}/")
         if status != 200:
             tally.errors.append(f"label page: HTTP {status}")
             return
-        html = page.decode()
+        status, _, body = client.request(f"{label} page", "POST", f"/label/{campaign}/next/", headers=headers())
+        if status != 200:
+            tally.errors.append(f"the page's items: HTTP {status}")
+            return
+        merge(json.loads(body))
         _label_until_done(tally, deadline, rng, next_item=next_item, answer=answer)
     finally:
         client.close()
@@ -775,11 +792,11 @@ def report(
         ("crowd-api", "api submit", "POST /api/label/<c>/labels/", n, "flat out", True),
         ("paced-api", "api next", "POST /api/label/<c>/next/", n, paced, True),
         ("paced-api", "api submit", "POST /api/label/<c>/labels/", n, paced, True),
-        ("crowd-page", "page answer", "POST /label/<c>/answer/ (submit+next)", n, "flat out", False),
-        ("crowd-page", "page page", "GET /label/<c>/ (first item)", n, "flat out", False),
+        ("crowd-page", "page answer", "POST /label/<c>/answer/ (submit+refill)", n, "flat out", False),
+        ("crowd-page", "page page", "POST /label/<c>/next/ (first 3 items)", n, "flat out", False),
         ("solo-api", "api next", "POST /api/label/<c>/next/", 1, "flat out", False),
         ("solo-api", "api submit", "POST /api/label/<c>/labels/", 1, "flat out", False),
-        ("solo-page", "page answer", "POST /label/<c>/answer/ (submit+next)", 1, "flat out", False),
+        ("solo-page", "page answer", "POST /label/<c>/answer/ (submit+refill)", 1, "flat out", False),
     )
     for key, endpoint, title, who, pace, targeted in rows:
         for r in results:
@@ -807,7 +824,7 @@ def report(
     for key, title, pace in (
         ("crowd-api", "API", "flat out"),
         ("paced-api", "API", paced),
-        ("crowd-page", "labelling page (htmx)", "flat out"),
+        ("crowd-page", "labelling page", "flat out"),
     ):
         for r in results:
             if key not in r.flows:

@@ -5,18 +5,24 @@ from __future__ import annotations
 import math
 
 from django import forms
-from django.core.validators import validate_slug
+from django.core.validators import RegexValidator
 
 from .models import Run
 from .services.fields import FieldError, parse_json_object
+from .services.names import NAME_RULE
 from .services.readers import FORMATS
+
+#: The naming rule (:mod:`.services.names`) in words a person can act on, for every name typed in a form.
+valid_name = RegexValidator(
+    r"^[-a-zA-Z0-9_]+\Z", f"Use only {NAME_RULE}, without spaces (for example support-qa or chunks-256)."
+)
 
 FORMAT_CHOICES = [("", "from the file extension")] + [(f, f) for f in FORMATS]
 
 
 class EvalSetImportForm(forms.Form):
     file = forms.FileField(help_text="JSON Lines, CSV, Parquet, a Ragas table or TREC qrels.")
-    name = forms.CharField(max_length=100, validators=[validate_slug], help_text="New or existing eval set name.")
+    name = forms.CharField(max_length=100, validators=[valid_name], help_text="New or existing eval set name.")
     format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
     extend = forms.BooleanField(
         required=False, help_text="Add these questions to the latest version instead of replacing them."
@@ -36,11 +42,18 @@ def json_object_field(text: str, what: str) -> dict | None:
 
 class RunImportForm(forms.Form):
     file = forms.FileField(help_text="JSON Lines, CSV, Parquet, a Ragas table or a TREC run.")
-    evalset = forms.CharField(max_length=120, help_text="NAME (latest version) or NAME@VERSION.")
-    name = forms.CharField(max_length=150, validators=[validate_slug])
+    evalset = forms.CharField(
+        max_length=120,
+        label="Eval set",
+        help_text="NAME (its latest version) or NAME@VERSION, for example support-qa@2.",
+    )
+    name = forms.CharField(max_length=150, validators=[valid_name], help_text="A name for this run.")
     format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
     k = forms.IntegerField(
-        min_value=1, required=False, help_text="Chunks that reach the model; default: the most context_ids in a row."
+        min_value=1,
+        required=False,
+        label="k",
+        help_text="Chunks that reach the model; default: the most context_ids in a row.",
     )
     gain = forms.ChoiceField(choices=[("exponential", "2^g − 1"), ("linear", "g")], initial="exponential")
     chunks = forms.FileField(required=False, help_text="Chunk map (id, doc, start, end), when gold is given as spans.")
@@ -152,7 +165,7 @@ class JudgeRunForm(forms.Form):
     name = forms.CharField(
         max_length=150,
         required=False,
-        validators=[validate_slug],
+        validators=[valid_name],
         help_text="The new run's name (default RUN-by-CONFIG).",
     )
 

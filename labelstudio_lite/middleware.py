@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from functools import wraps
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
-from django.http import HttpRequest, HttpResponse
+from django.db import OperationalError, connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+
+logger = logging.getLogger(__name__)
+
+#: What SQLite says when another connection holds its write lock (an import in the embedded mode).
+_BUSY = ("database is locked", "database table is locked", "database is busy")
+#: Seconds a client is asked to wait before it tries again.
+RETRY_AFTER_SECONDS = 2
 
 
 class _QueryTimer:
@@ -71,3 +82,93 @@ def _shows_timing(request: HttpRequest) -> bool:
         return False
     user = getattr(request, "user", None)
     return settings.DEBUG or bool(user is not None and getattr(user, "is_staff", False))
+
+
+def is_database_busy(error: BaseException) -> bool:
+    """Whether ``error`` is the database refusing a write because another writer holds its lock."""
+    return isinstance(error, OperationalError) and any(text in str(error).lower() for text in _BUSY)
+
+
+class DatabaseBusy(OperationalError):
+    """The database stayed locked by another writer through the short retry (answered 503, never 500)."""
+
+
+@contextlib.contextmanager
+def _busy_timeout(seconds: float) -> Iterator[None]:
+    """On SQLite, wait at most ``seconds`` for another writer's lock (instead of the connection's 20 s)."""
+    if connection.vendor != "sqlite":
+        yield
+        return
+    connection.ensure_connection()
+    raw = connection.connection  # a setting of the driver's connection, not a query (none is logged)
+    default_ms = int(1000 * float(connection.settings_dict.get("OPTIONS", {}).get("timeout", 5)))
+    raw.execute(f"PRAGMA busy_timeout = {max(1, int(seconds * 1000))}")
+    try:
+        yield
+    finally:
+        if connection.connection is raw:
+            raw.execute(f"PRAGMA busy_timeout = {default_ms}")
+
+
+def retry_when_busy(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Run a view whose writes are idempotent again while the database is locked by another writer.
+
+    For the labelling writes (claim, answer, change): a retried answer carries its idempotency
+    key, so running the view twice stores it once. Each attempt waits briefly for the lock; after
+    ``DB_BUSY_RETRY_SECONDS`` in all it gives up with :class:`DatabaseBusy`, which
+    :class:`DatabaseBusyMiddleware` turns into a 503 with ``Retry-After`` (the labelling page keeps
+    the answer and sends it again then). Inside a transaction it never retries (it cannot).
+    """
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        budget = float(getattr(settings, "DB_BUSY_RETRY_SECONDS", 3.0))
+        deadline = time.monotonic() + budget
+        pause = 0.05
+        with _busy_timeout(min(1.0, budget)):
+            while True:
+                try:
+                    return view(request, *args, **kwargs)
+                except OperationalError as error:
+                    if not is_database_busy(error) or connection.in_atomic_block:
+                        raise
+                    if time.monotonic() + pause >= deadline:
+                        raise DatabaseBusy(str(error)) from error
+                time.sleep(pause)
+                pause = min(2 * pause, 0.4)
+
+    return wrapper
+
+
+class DatabaseBusyMiddleware:
+    """Answer 503 with ``Retry-After`` (never 500) when a request finds the database locked by another writer.
+
+    In the embedded mode (SQLite) an import holds the write lock while it writes; a request that
+    needs to write meanwhile is told to come back shortly. JSON for the API and the labelling
+    page's own requests, the site's page otherwise.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not is_database_busy(exception):
+            return None
+        logger.warning("database busy, answered 503: %s %s", request.method, request.path)
+        message = (
+            "The database is busy with another write (an import may be running). Nothing was lost: "
+            f"try again in {RETRY_AFTER_SECONDS} seconds."
+        )
+        if request.path.startswith("/api/") or "application/json" in request.headers.get("Accept", ""):
+            response: HttpResponse = JsonResponse({"detail": message, "busy": True}, status=503)
+        else:
+            try:
+                body = render_to_string("503.html", {"message": message}, request=request)
+            except Exception:  # the page needs the database too: fall back to words
+                body = message
+            response = HttpResponse(body, status=503)
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response

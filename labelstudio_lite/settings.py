@@ -192,7 +192,7 @@ SECURE_PROXY_SSL_HEADER = proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
 
 # Content-Security-Policy: scripts, styles, images and requests from this site only; no inline
 # script (htmx and our scripts are files); style attributes (progress bars' widths) are allowed,
-# <style> elements are not. The API docs page (Redoc) relaxes styles and workers for itself.
+# <style> elements are not. The API docs page (Swagger UI) passes the same policy: its start-up script is a file.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
@@ -281,6 +281,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Without deep links an operation's summary is one button with no link inside it (axe: nested-interactive).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False, "persistAuthorization": False},
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}},
     "ENUM_NAME_OVERRIDES": {
         "ImportFormatEnum": "evalcore.services.readers.FORMATS",
@@ -328,3 +330,9 @@ CACHES = {
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "labelstudio-lite"}
     )
 }
+
+# A database busy with another writer (SQLite while an import writes, in the embedded mode): the
+# labelling writes try again for this many seconds, then the request is answered 503 with
+# Retry-After (DatabaseBusyMiddleware; never a 500) and the labelling page sends it again later.
+DB_BUSY_RETRY_SECONDS = envfloat("DB_BUSY_RETRY_SECONDS", 3.0)
+MIDDLEWARE.append("labelstudio_lite.middleware.DatabaseBusyMiddleware")

@@ -5,9 +5,6 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from . import views
 
-handler404 = "labelstudio_lite.views.not_found"
-handler500 = "labelstudio_lite.views.server_error"
-
 urlpatterns = [
     path("", views.home, name="home"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
@@ -25,3 +22,8 @@ urlpatterns = [
         name="api-docs",
     ),
 ]
+
+handler400 = "labelstudio_lite.views.bad_request"
+handler403 = "labelstudio_lite.views.permission_denied"
+handler404 = "labelstudio_lite.views.page_not_found"
+handler500 = "labelstudio_lite.views.server_error"

@@ -1,30 +1,58 @@
 """Project-level pages: the home page that routes each role to its work, and the error pages."""
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
+from django.template import loader
 from django.views.decorators.http import require_GET
-from django.views.defaults import page_not_found
-from django.views.defaults import server_error as django_server_error
+
+from labelstudio_lite.accounts.access import is_eval_owner
+
+from .dashboard import annotator_campaigns, owner_home
 
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html", {})
+    """An annotator's campaigns (Enter continues labelling); for an eval owner, what needs attention."""
+    context = {"mine": annotator_campaigns(request.user)}
+    if is_eval_owner(request.user):
+        context["attention"] = owner_home()
+    return render(request, "home.html", context)
+
+
+def _error_page(request: HttpRequest, exception: Exception | None, *, template: str, status: int) -> HttpResponse:
+    """An error page in the site's layout, with the reason the code gave (it is written for people)."""
+    reason = (
+        exception.args[0] if exception is not None and exception.args and isinstance(exception.args[0], str) else ""
+    )
+    return render(request, template, {"reason": reason, "request_path": request.path}, status=status)
 
 
 def _wants_json(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
 
 
-def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """404: JSON for the API (what its schema documents), the page otherwise."""
+def page_not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """404: JSON for the API (what its schema documents), the page in the site's layout otherwise."""
     if _wants_json(request):
         return JsonResponse({"detail": "Not found."}, status=404)
-    return page_not_found(request, exception)
+    return _error_page(request, exception, template="404.html", status=404)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _error_page(request, exception, template="403.html", status=403)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return _error_page(request, exception, template="400.html", status=400)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """500: JSON for the API, the page otherwise; never a traceback (the log has it)."""
+    """500: JSON for the API; the site's layout when it can be drawn, plain words when even that fails; never a traceback."""
     if _wants_json(request):
         return JsonResponse({"detail": "Internal error; the server log has the details."}, status=500)
-    return django_server_error(request)
+    try:
+        return render(request, "500.html", {}, status=500)
+    except Exception:  # the layout needs the database and the session: they may be what failed
+        return HttpResponseServerError(loader.get_template("500_plain.html").render())

@@ -431,14 +431,20 @@ def make_campaign(
 
 
 def label_items(
-    *, campaign: Campaign, user: Any, value: str | Callable[[Item], str] = "supported", rationale: str = ""
+    *,
+    campaign: Campaign,
+    user: Any,
+    value: str | Callable[[Item], str] = "supported",
+    rationale: str = "",
+    limit: int | None = None,
 ) -> list[Label]:
-    """Let ``user`` label through the assignment service until nothing is left for them; return the labels.
+    """Let ``user`` label through the assignment service until nothing is left for them (or ``limit``
+    labels); return the labels.
 
     ``value`` is the label of every item, or a function of the item served.
     """
     labels = []
-    while True:
+    while limit is None or len(labels) < limit:
         served = next_item(campaign=campaign, user=user)
         if served is None:
             return labels
@@ -446,6 +452,7 @@ def label_items(
         labels.append(
             submit_label(campaign=campaign, user=user, item_id=served.item.pk, value=chosen, rationale=rationale)
         )
+    return labels
 
 
 def word(supported: int | bool) -> str:

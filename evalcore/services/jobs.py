@@ -358,24 +358,33 @@ def jobs_recover() -> list[int]:
     A worker calls this when it starts, and so does every command that runs a job and every door
     that asks for one: a killed import's job no longer says "running" forever. Its uploads are
     deleted; imports write in one transaction, so nothing of it was kept. Jobs of other hosts are
-    left to their own workers.
+    left to their own workers, and so are resumable jobs (judge runs) where a broker is in use: a
+    worker that starts queues them again (:func:`jobs_resume_stale`) instead.
     """
     host = socket.gethostname()
     recovered = []
     for job in Job.objects.filter(status=Job.Status.RUNNING, runner__startswith=f"{host}:"):
+        kind = JOB_KINDS.get(job.kind)
+        resumable = kind is not None and kind.resumable
+        if resumable and not settings.CELERY_TASK_ALWAYS_EAGER:
+            continue  # a worker queues it again (jobs_resume_stale) and it resumes where it stopped
         if not _gone(job.runner):
             continue
         pid = job.runner.rsplit(":", 2)[1]
+        kept = (
+            "What it had done is kept; start it again and it resumes where it stopped."
+            if resumable
+            else "Nothing of it was kept (imports are written in one transaction); start it again."
+        )
         reason = (
             f"The process that ran this job (pid {pid} on {host}) stopped before the job finished: it was killed or "
-            "crashed. Nothing of it was kept (imports are written in one transaction); start it again."
+            f"crashed. {kept}"
         )
         updated = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, runner=job.runner).update(
             status=Job.Status.FAILED, error=reason, message="failed", finished_at=timezone.now()
         )
         if updated:
             logger.warning("job %s (%s): %s", job.pk, job.kind, reason)
-            kind = JOB_KINDS.get(job.kind)
             if kind is not None:
                 try:
                     discard_uploads_of(kind.params(**job.params))

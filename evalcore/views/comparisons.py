@@ -6,7 +6,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from labelstudio_lite.accounts.access import eval_owner_required
 
-from ..charts import ForestRow, forest_plot_svg
+from ..charts import ForestRow, forest_plot_svg, responsive
 from ..forms import CompareForm
 from ..jobs import GateParams, request_gate
 from ..models import Comparison, Job
@@ -74,10 +74,9 @@ def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
     }
     if request.htmx and request.GET.get("partial") == "changed":
         return render(request, "evalcore/comparison.html#changed", context)
-    context["plot"] = forest_plot_svg(
-        [
-            ForestRow(d.metric, d.slice, d.mean, d.low, d.high, d.margin, d.status, d.higher_is_better, d.n)
-            for d in decisions
-        ]
-    )
+    rows = [
+        ForestRow(d.metric, d.slice, d.mean, d.low, d.high, d.margin, d.status, d.higher_is_better, d.n)
+        for d in decisions
+    ]
+    context["plot"] = responsive(forest_plot_svg(rows), forest_plot_svg(rows, compact=True))
     return render(request, "evalcore/comparison.html", context)

@@ -3,22 +3,27 @@ from __future__ import annotations
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..forms import EvalSetImportForm
-from ..jobs import EvalSetImportParams, request_evalset_import
+from ..jobs import IMPORT_EVALSET, EvalSetImportParams, request_evalset_import
 from ..models import EvalSetVersion, Job
 from ..selectors import evalsets_with_versions, version_runs
 from ..services.uploads import save_upload
-from .jobs import job_form_page
+from .jobs import job_form_page, register_job_form, retried_job, values_of
+
+register_job_form(IMPORT_EVALSET, lambda job: reverse("evalcore:evalsets"))
 
 
 @require_http_methods(["GET", "POST"])
 @eval_owner_required
 def evalset_list(request: HttpRequest) -> HttpResponse:
-    form = EvalSetImportForm(request.POST or None, request.FILES or None)
+    retry = retried_job(request, IMPORT_EVALSET)
+    initial = values_of(retry, EvalSetImportForm, extend=lambda params: params.get("mode") == "extend")
+    form = EvalSetImportForm(request.POST or None, request.FILES or None, initial=initial)
 
     def start(data: dict) -> Job:
         return request_evalset_import(
@@ -39,7 +44,7 @@ def evalset_list(request: HttpRequest) -> HttpResponse:
         start=start,
         template="evalcore/evalsets.html",
         error_field="file",
-        context=lambda: {"evalsets": evalsets_with_versions()},
+        context=lambda: {"evalsets": evalsets_with_versions(), "retry": retry},
     )
 
 

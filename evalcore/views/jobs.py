@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -43,6 +45,47 @@ def job_form_page(
     return render(request, template, {**context(), "form": form}, status=status)
 
 
+#: Where the form that asks for each kind of job lives, so a failed job leads back to it (``?retry=ID``).
+JOB_FORMS: dict[str, Callable[[Job], str]] = {}
+
+
+def register_job_form(kind: str, url: Callable[[Job], str]) -> None:
+    """Say where the form of jobs of ``kind`` is (``url(job)``), so their page can lead back to it when they fail."""
+    JOB_FORMS[kind] = url
+
+
+def job_form_url(job: Job) -> str | None:
+    """The form that asked for this failed job, to come back to with its values (None if it has none)."""
+    url_of = JOB_FORMS.get(job.kind)
+    if url_of is None or job.status != Job.Status.FAILED:
+        return None
+    url, _, anchor = url_of(job).partition("#")
+    return f"{url}{'&' if '?' in url else '?'}retry={job.pk}" + (f"#{anchor}" if anchor else "")
+
+
+def retried_job(request: HttpRequest, kind: str) -> Job | None:
+    """The failed job of ``kind`` that ``?retry=ID`` names: its form comes back with its values and problems."""
+    raw = request.GET.get("retry", "")
+    if not raw.isdigit():
+        return None
+    return Job.objects.filter(pk=int(raw), kind=kind, status=Job.Status.FAILED).first()
+
+
+def values_of(job: Job | None, form: type[forms.Form], **renamed: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    """A failed job's parameters as its form's initial values (JSON objects as text); ``renamed`` computes the others."""
+    if job is None:
+        return {}
+    params = job.params or {}
+    values: dict[str, Any] = {}
+    for name in form.base_fields:
+        if name in renamed:
+            values[name] = renamed[name](params)
+        elif name in params and params[name] is not None:
+            value = params[name]
+            values[name] = json.dumps(value, indent=2) if isinstance(value, dict | list) else value
+    return values
+
+
 def job_result_url(job: Job) -> str | None:
     """Where the finished job's result lives, if it has a page."""
     result = job.result or {}
@@ -61,7 +104,13 @@ def job_result_url(job: Job) -> str | None:
 @eval_owner_required
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     job = job_snapshot(get_object_or_404(Job, pk=job_id))
-    context = {"job": job, "result_url": job_result_url(job)}
+    context = {
+        "job": job,
+        "result_url": job_result_url(job),
+        "form_url": job_form_url(job),
+        # in the embedded mode the job runs in the server's own process: nobody waits for a worker
+        "waiting": "starting" if settings.CELERY_TASK_ALWAYS_EAGER else "waiting for a worker",
+    }
     template = "evalcore/job.html#progress" if request.htmx else "evalcore/job.html"
     return render(request, template, context)
 

@@ -3,25 +3,29 @@ from __future__ import annotations
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..forms import RowFilterForm, RunImportForm
-from ..jobs import RunImportParams, request_run_import
+from ..jobs import IMPORT_RUN, RunImportParams, request_run_import
 from ..models import Job, Row, Run
 from ..selectors import run_rows, runs_list
 from ..services.runs import gold_note
 from ..services.scoring import is_judge_metric
 from ..services.uploads import save_upload
-from .jobs import job_form_page
+from .jobs import job_form_page, register_job_form, retried_job, values_of
+
+register_job_form(IMPORT_RUN, lambda job: reverse("evalcore:runs"))
 
 
 @require_http_methods(["GET", "POST"])
 @eval_owner_required
 def run_list(request: HttpRequest) -> HttpResponse:
-    form = RunImportForm(request.POST or None, request.FILES or None)
+    retry = retried_job(request, IMPORT_RUN)
+    form = RunImportForm(request.POST or None, request.FILES or None, initial=values_of(retry, RunImportForm))
 
     def start(data: dict) -> Job:
         return request_run_import(
@@ -41,7 +45,11 @@ def run_list(request: HttpRequest) -> HttpResponse:
         )
 
     return job_form_page(
-        request, form, start=start, template="evalcore/runs.html", context=lambda: {"runs": runs_list()}
+        request,
+        form,
+        start=start,
+        template="evalcore/runs.html",
+        context=lambda: {"runs": runs_list(), "retry": retry},
     )
 
 
@@ -107,4 +115,6 @@ def run_rows_page(request: HttpRequest, run_id: int) -> HttpResponse:
 @eval_owner_required
 def row_detail(request: HttpRequest, run_id: int, row_id: int) -> HttpResponse:
     row = get_object_or_404(Row.objects.select_related("question", "run"), pk=row_id, run_id=run_id)
-    return render(request, "evalcore/row_detail.html", {"row": row, "run": row.run})
+    # the rows page opens a row in place (htmx); its own address is a whole page, with the site around it
+    template = "evalcore/row_detail.html" if request.htmx else "evalcore/row_page.html"
+    return render(request, template, {"row": row, "run": row.run})

@@ -22,7 +22,10 @@ def campaign_for_labelling(user: Any, name: str) -> Campaign:
     if getattr(user, "pk", None) is not None:
         campaign = Campaign.objects.select_related("run").filter(name=name, campaignannotator__user=user).first()
     if campaign is None:
-        raise Http404("No such campaign among yours.")
+        raise Http404(
+            f"There is no campaign “{name}” among the ones you are assigned to label. "
+            "If you expected to label it, ask its eval owner to add you."
+        )
     campaign._annotator_checked = user.pk
     return campaign
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from django.utils.decorators import method_decorator
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
@@ -17,6 +18,7 @@ from evalcore.api import _accepted as job_accepted
 from evalcore.selectors import run_by_ref
 from evalcore.services.problems import UserFacingError
 from labelstudio_lite.accounts.access import IsEvalOwner
+from labelstudio_lite.middleware import retry_when_busy
 from labelstudio_lite.rest import MAX_ID, StrictBooleanField, id_field
 from labelstudio_lite.schema import ErrorOutput
 
@@ -38,7 +40,7 @@ from .selectors import (
     remeasurement_opened,
     verdict_set_asked,
 )
-from .services.assignment import LabellingError, LeaseExpired, next_item, skip_item, submit_label
+from .services.assignment import AlreadyAnswered, LabellingError, LeaseExpired, next_item, skip_item, submit_label
 from .services.campaigns import plan_assumptions, plan_campaign
 from .services.exports import DISAGREEMENT_FORMATS, disagreements_export, labels_export
 from .services.judge_report import judge_report
@@ -125,6 +127,7 @@ class MyCampaignsApi(APIView):
         )
 
 
+@method_decorator(retry_when_busy, name="post")
 class NextItemApi(APIView):
     permission_classes = [IsAuthenticated]
 
@@ -152,6 +155,19 @@ class LabelInput(serializers.Serializer):
     rationale = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
 
 
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "Any unique string (at most 64 characters) per answer. Sending the answer again with the same key "
+        "(a retry after a timeout) returns the label already stored; an answer with another key to an item "
+        "you already answered is a 409."
+    ),
+)
+
+
 class OwnLabelOutput(serializers.ModelSerializer):
     question_id = serializers.CharField(source="item.row.question.qid")
     claim_index = serializers.IntegerField(source="item.claim_index", allow_null=True)
@@ -171,6 +187,7 @@ class OwnLabelOutput(serializers.ModelSerializer):
         ]
 
 
+@method_decorator(retry_when_busy, name="post")
 class MyLabelsApi(APIView):
     permission_classes = [IsAuthenticated]
 
@@ -181,16 +198,24 @@ class MyLabelsApi(APIView):
 
     @extend_schema(
         request=LabelInput,
+        parameters=[IDEMPOTENCY_KEY],
         responses={201: OwnLabelOutput, 409: ErrorOutput},
-        summary="Label an item you hold (idempotent)",
+        summary="Label an item handed to you (idempotent)",
+        description=(
+            "An answer after your lease ran out is still stored while the item has a free slot; it is a 409 "
+            "only when someone else took the item meanwhile, or when you already answered it with another key."
+        ),
     )
     def post(self, request: Request, name: str) -> Response:
         campaign = campaign_for_labelling(request.user, name)
         data = LabelInput(data=request.data)
         data.is_valid(raise_exception=True)
+        key = request.headers.get("Idempotency-Key", "")
+        if len(key) > 64:
+            return Response({"Idempotency-Key": ["at most 64 characters"]}, status=status.HTTP_400_BAD_REQUEST)
         try:
-            label = submit_label(campaign=campaign, user=request.user, source="api", **data.validated_data)
-        except LeaseExpired as error:
+            label = submit_label(campaign=campaign, user=request.user, source="api", key=key, **data.validated_data)
+        except (LeaseExpired, AlreadyAnswered) as error:
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         except LabellingError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
@@ -200,6 +225,7 @@ class MyLabelsApi(APIView):
         return Response(OwnLabelOutput(label).data, status=status.HTTP_201_CREATED)
 
 
+@method_decorator(retry_when_busy, name="post")
 class SkipApi(APIView):
     permission_classes = [IsAuthenticated]
 

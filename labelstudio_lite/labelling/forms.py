@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth import get_user_model
-from django.core.validators import validate_slug
 
-from evalcore.forms import json_object_field
+from evalcore.forms import json_object_field, valid_name
 from evalcore.models import JudgeConfig, Run
 
 from .models import Campaign, Label
@@ -14,7 +13,7 @@ from .services.exports import DISAGREEMENT_FORMATS
 
 
 class CampaignForm(forms.Form):
-    name = forms.CharField(max_length=100, validators=[validate_slug])
+    name = forms.CharField(max_length=100, validators=[valid_name])
     run = forms.ModelChoiceField(queryset=Run.objects.select_related("version__eval_set").order_by("-created_at"))
     unit = forms.ChoiceField(choices=Campaign.Unit.choices, initial=Campaign.Unit.CLAIM)
     size = forms.IntegerField(
@@ -68,10 +67,24 @@ class CampaignForm(forms.Form):
     )
 
 
-class AnswerForm(forms.Form):
+class HoldingForm(forms.Form):
+    """The items the labelling page holds (shown or waiting in its queue): comma-separated ids."""
+
+    have = forms.CharField(required=False, max_length=2000)
+
+    def clean_have(self) -> list[int]:
+        ids = [part.strip() for part in self.cleaned_data["have"].split(",") if part.strip()]
+        if not all(part.isdigit() for part in ids):
+            raise forms.ValidationError("a comma-separated list of item ids")
+        return [int(part) for part in ids if 0 < int(part) < 2**63][:50]
+
+
+class AnswerForm(HoldingForm):
     item_id = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     value = forms.ChoiceField(choices=Label.Value.choices + [("skip", "Skip")])
     rationale = forms.CharField(required=False, max_length=5000)
+    key = forms.CharField(required=False, max_length=64, help_text="The answer's idempotency key.")
+    seconds = forms.FloatField(required=False, min_value=0, help_text="How long the item was on screen.")
 
 
 class ChangeLabelForm(forms.Form):
@@ -127,7 +140,7 @@ class VerdictImportForm(forms.Form):
 
 
 class FreshHeldoutForm(forms.Form):
-    name = forms.SlugField(max_length=100)
+    name = forms.CharField(max_length=100, validators=[valid_name])
     size = forms.IntegerField(min_value=1, initial=200)
 
 

@@ -3,6 +3,7 @@
 Invariants the database enforces (so no code path can break them):
 
 * one label per (item, annotator), and per (item, external annotator) for imported labels;
+* one label per (annotator, idempotency key): an answer sent again with its key is the same answer;
 * at most one active lease per (item, annotator);
 * an item's ``slots_taken`` (labels plus active leases) never exceeds the campaign's overlap
   (a check constraint on a denormalized copy of the overlap);
@@ -246,12 +247,23 @@ class Label(models.Model):
     source = models.CharField(
         max_length=10, default="ui", choices=[("ui", "Labelling page"), ("api", "API"), ("import", "Import")]
     )
+    idempotency_key = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="The key the answer was sent with: a repeat with the same key is the same answer, not a new one.",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["item", "created_at"]
         constraints = [
+            models.UniqueConstraint(
+                fields=["annotator", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="label_idempotency_key_unique",
+            ),
             models.UniqueConstraint(
                 fields=["item", "annotator"],
                 condition=models.Q(annotator__isnull=False),

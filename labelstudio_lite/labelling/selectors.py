@@ -141,6 +141,18 @@ class FinalStatus(StrEnum):
     IN_PROGRESS = "in_progress"  # fewer labels than the overlap
     UNLABELLED = "unlabelled"
 
+    @property
+    def words(self) -> str:
+        """The status as pages show it (never the internal key)."""
+        return {
+            "agreed": "agreed",
+            "majority": "decided by a majority",
+            "adjudicated": "decided by an eval owner",
+            "conflict": "in conflict",
+            "in_progress": "still being labelled",
+            "unlabelled": "not labelled yet",
+        }[self.value]
+
 
 @dataclass(frozen=True)
 class FinalLabel:

@@ -15,7 +15,7 @@ import pytest
 from celery.signals import worker_ready
 from django.core.management import call_command
 
-from evalcore.jobs import IMPORT_EVALSET
+from evalcore.jobs import IMPORT_EVALSET, JUDGE_RUN
 from evalcore.models import EvalSet, Job
 from evalcore.services.jobs import jobs_recover, this_process
 from tests.factories import QUESTIONS
@@ -90,6 +90,24 @@ def test_a_worker_that_starts_recovers_the_jobs_a_killed_worker_left(db):
     worker_ready.send(sender=None)
     killed.refresh_from_db()
     assert killed.status == Job.Status.FAILED
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("eager", [True, False], ids=["embedded", "broker"])
+def test_a_killed_judge_run_is_left_to_resume_where_a_worker_will_queue_it_again(settings, eager):
+    """A resumable job (a judge run) is not failed where a broker is in use: the next worker resumes it from
+    the cache. In embedded mode nobody will, so it is failed with words that say starting it again resumes."""
+    settings.CELERY_TASK_ALWAYS_EAGER = eager
+    host = this_process().split(":")[0]
+    killed = Job.objects.create(
+        kind=JUDGE_RUN, status=Job.Status.RUNNING, runner=f"{host}:{dead_pid()}:1", params={"run": 1, "judge_config": 1}
+    )
+    assert jobs_recover() == ([killed.pk] if eager else [])
+    killed.refresh_from_db()
+    if eager:
+        assert killed.status == Job.Status.FAILED and "resumes where it stopped" in killed.error
+    else:
+        assert killed.status == Job.Status.RUNNING
 
 
 @pytest.mark.django_db(transaction=True)

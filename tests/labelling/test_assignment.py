@@ -24,7 +24,7 @@ from labelstudio_lite.labelling.services.assignment import (
 from labelstudio_lite.labelling.services.campaigns import campaign_remove_annotator, campaign_set_annotators
 from tests.factories import label_items
 
-from .pages import open_label_page
+from .pages import open_label_page, send_answer
 
 
 @pytest.fixture
@@ -184,27 +184,38 @@ def test_a_retried_api_submit_keeps_one_label(campaign, annotator, annotator_cli
     assert Label.objects.get(annotator=annotator).source == "api"
 
 
-def test_an_expired_lease_is_refused_with_a_message_and_its_slot_returns_to_the_pool(
+def test_an_answer_after_the_lease_ran_out_is_stored_when_nobody_took_the_item(solo_campaign, annotator):
+    served = next_item(campaign=solo_campaign, user=annotator)
+    expire(served.lease)
+
+    label = submit_label(campaign=solo_campaign, user=annotator, item_id=served.item.pk, value="unsupported")
+
+    assert Label.objects.get(pk=label.pk).value == "unsupported"
+    assert Lease.objects.get(pk=served.lease.pk).status == Lease.Status.SUBMITTED
+    assert item_counts(served.item.pk) == (1, 1)
+
+
+def test_an_answer_after_the_lease_was_released_takes_the_free_slot_again(
     small_run, make_campaign, annotator, other_annotator
 ):
     campaign = make_campaign(
-        run=small_run, name="short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator]
+        run=small_run, name="short", overlap=2, lease_seconds=30, annotators=[annotator, other_annotator]
     )
     served = next_item(campaign=campaign, user=annotator)
     expire(served.lease)
-
-    with pytest.raises(LeaseExpired, match="ran out") as refused:
-        submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="supported")
-
-    assert "not saved" in str(refused.value) and "after 30 seconds" in str(refused.value)
-    assert not Label.objects.exists()
-    assert Lease.objects.get(pk=served.lease.pk).status == Lease.Status.EXPIRED
+    assert release_expired(campaign=campaign) == 1
     assert item_counts(served.item.pk) == (0, 0)
-    # the slot is free: the next annotator is handed that very item
-    assert next_item(campaign=campaign, user=other_annotator).item.pk == served.item.pk
+
+    submit_label(campaign=campaign, user=annotator, item_id=served.item.pk, value="supported", rationale="late")
+
+    assert item_counts(served.item.pk) == (1, 1)
+    assert Label.objects.get(annotator=annotator).rationale == "late"
+    assert Lease.objects.get(pk=served.lease.pk).status == Lease.Status.EXPIRED
 
 
-def test_expired_leases_are_released_when_anyone_asks_for_an_item(small_run, make_campaign, annotator, other_annotator):
+def test_expired_leases_are_released_when_anyone_asks_and_a_late_answer_is_refused_only_then(
+    small_run, make_campaign, annotator, other_annotator
+):
     campaign = make_campaign(
         run=small_run, name="short", overlap=1, lease_seconds=30, annotators=[annotator, other_annotator]
     )
@@ -215,11 +226,14 @@ def test_expired_leases_are_released_when_anyone_asks_for_an_item(small_run, mak
 
     assert taken.item.pk == held.item.pk
     assert Lease.objects.get(pk=held.lease.pk).status == Lease.Status.EXPIRED
-    assert item_counts(held.item.pk) == (1, 0)
-    # the first annotator's late submit is refused: the item is someone else's now
-    with pytest.raises(LeaseExpired):
+    with pytest.raises(LeaseExpired, match="someone else took it") as refused:
         submit_label(campaign=campaign, user=annotator, item_id=held.item.pk, value="supported")
+    assert "not saved" in str(refused.value) and "after 30 seconds" in str(refused.value)
     assert not Label.objects.exists()
+    assert item_counts(held.item.pk) == (1, 0)
+    # can't tell needs no slot: it is recorded even then
+    submit_label(campaign=campaign, user=annotator, item_id=held.item.pk, value="cant_tell")
+    assert item_counts(held.item.pk) == (1, 0)
 
 
 def test_release_expired_gives_back_only_expired_leases_once(campaign, annotator, other_annotator):
@@ -233,23 +247,49 @@ def test_release_expired_gives_back_only_expired_leases_once(campaign, annotator
     assert Lease.objects.get(pk=b.lease.pk).status == Lease.Status.ACTIVE
 
 
-def test_an_expired_lease_on_the_page_shows_the_message(small_run, make_campaign, annotator, annotator_client):
-    campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=60, annotators=[annotator])
+def _taken_by_someone_else(campaign, annotator, other_annotator):
     served = next_item(campaign=campaign, user=annotator)
     expire(served.lease)
+    assert next_item(campaign=campaign, user=other_annotator).item.pk == served.item.pk
+    return served.item.pk
+
+
+def test_a_refused_late_answer_on_the_page_says_why_and_the_page_moves_on(
+    small_run, make_campaign, annotator, other_annotator, annotator_client
+):
+    campaign = make_campaign(
+        run=small_run, name="short", overlap=1, lease_seconds=60, annotators=[annotator, other_annotator]
+    )
+    item_id = _taken_by_someone_else(campaign, annotator, other_annotator)
+
+    reply = send_answer(annotator_client, campaign.name, item_id=item_id, value="supported", rationale="kept", key="a")
+
+    assert reply["result"]["outcome"] == "refused"
+    assert "someone else took it" in reply["result"]["message"]
+    assert item_id not in [item["id"] for item in reply["items"]] and reply["items"]
+    assert not Label.objects.filter(annotator=annotator).exists()
+
+
+def test_a_refused_late_answer_through_the_api_is_a_409_with_the_message(
+    small_run, make_campaign, annotator, other_annotator, annotator_client
+):
+    campaign = make_campaign(
+        run=small_run, name="short", overlap=1, lease_seconds=60, annotators=[annotator, other_annotator]
+    )
+    item_id = _taken_by_someone_else(campaign, annotator, other_annotator)
 
     response = annotator_client.post(
-        reverse("labelling:answer", args=[campaign.name]),
-        {"item_id": served.item.pk, "value": "supported"},
-        HTTP_HX_REQUEST="true",
+        f"/api/label/{campaign.name}/labels/",
+        {"item_id": item_id, "value": "supported"},
+        content_type="application/json",
     )
 
-    assert response.status_code == 200
-    assert "Your hold on this item ran out" in response.content.decode()
-    assert not Label.objects.exists()
+    assert response.status_code == 409
+    assert "ran out" in response.json()["detail"]
+    assert not Label.objects.filter(annotator=annotator).exists()
 
 
-def test_an_expired_lease_through_the_api_is_a_409_with_the_message(
+def test_a_late_answer_through_the_api_is_stored_while_the_item_is_free(
     small_run, make_campaign, annotator, annotator_client
 ):
     campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=60, annotators=[annotator])
@@ -262,9 +302,7 @@ def test_an_expired_lease_through_the_api_is_a_409_with_the_message(
         content_type="application/json",
     )
 
-    assert response.status_code == 409
-    assert "ran out" in response.json()["detail"]
-    assert not Label.objects.exists()
+    assert response.status_code == 201 and Label.objects.get(annotator=annotator).item_id == item_id
 
 
 def test_submitting_an_item_never_handed_out_is_refused(campaign, annotator):
@@ -493,21 +531,22 @@ def test_removing_an_annotator_releases_their_lease_and_keeps_their_labels(campa
         next_item(campaign=campaign, user=annotator)
 
 
-def test_an_expired_lease_on_a_plain_form_post_is_reported_on_the_page_it_returns(
-    small_run, make_campaign, annotator, annotator_client
+def test_a_refused_late_answer_on_a_plain_form_post_is_reported_on_the_page_it_returns(
+    small_run, make_campaign, annotator, other_annotator, annotator_client
 ):
     """Without JavaScript the form posts natively and gets the whole page back, with the refusal on it."""
-    campaign = make_campaign(run=small_run, name="short", overlap=1, lease_seconds=60, annotators=[annotator])
-    served = next_item(campaign=campaign, user=annotator)
-    expire(served.lease)
+    campaign = make_campaign(
+        run=small_run, name="short", overlap=1, lease_seconds=60, annotators=[annotator, other_annotator]
+    )
+    item_id = _taken_by_someone_else(campaign, annotator, other_annotator)
 
     response = annotator_client.post(
-        reverse("labelling:answer", args=[campaign.name]), {"item_id": served.item.pk, "value": "supported"}
+        reverse("labelling:answer", args=[campaign.name]), {"item_id": item_id, "value": "supported"}
     )
 
     assert response.status_code == 200 and "<html" in response.content.decode()
     assert "Your hold on this item ran out" in response.content.decode()
-    assert not Label.objects.exists()
+    assert not Label.objects.filter(annotator=annotator).exists()
 
 
 def test_the_slot_counter_never_overfills_or_underflows_an_item(solo_campaign):

@@ -29,7 +29,7 @@ from tests.factories import (
     label_items,
 )
 
-from .pages import open_label_page
+from .pages import JSON, open_label_page
 
 OTHER_NAME = "ottilie-otherlabeller"
 OTHER_RATIONALE = "OTHERPERSONRATIONALEMARK"
@@ -99,46 +99,50 @@ def annotator_responses(client, campaign, annotator) -> list[tuple[str, str]]:
 
     keep("my campaigns page", client.get(reverse("labelling:mine")))
     keep("label page", open_label_page(client, name))
-    item_id = Lease.objects.get(annotator=annotator, status="active").item_id
+    keep("label page's items (as label.js asks)", client.post(reverse("labelling:next", args=[name]), **JSON))
+
+    def held() -> int:
+        return Lease.objects.filter(annotator=annotator, status="active").order_by("served_at", "pk")[0].item_id
+
     keep(
-        "answer (htmx)",
+        "answer (as label.js sends it)",
         client.post(
             reverse("labelling:answer", args=[name]),
-            {"item_id": item_id, "value": "supported", "rationale": "mine"},
-            HTTP_HX_REQUEST="true",
+            {"item_id": held(), "value": "supported", "rationale": "mine", "key": "k1"},
+            **JSON,
         ),
     )
-    item_id = Lease.objects.get(annotator=annotator, status="active").item_id
     keep(
-        "skip (htmx)",
-        client.post(
-            reverse("labelling:answer", args=[name]), {"item_id": item_id, "value": "skip"}, HTTP_HX_REQUEST="true"
-        ),
+        "skip (as label.js sends it)",
+        client.post(reverse("labelling:answer", args=[name]), {"item_id": held(), "value": "skip"}, **JSON),
     )
-    item_id = Lease.objects.get(annotator=annotator, status="active").item_id
     keep(
         "answer (plain form, followed)",
-        client.post(reverse("labelling:answer", args=[name]), {"item_id": item_id, "value": "cant_tell"}, follow=True),
+        client.post(reverse("labelling:answer", args=[name]), {"item_id": held(), "value": "cant_tell"}, follow=True),
     )
     keep("recent labels", client.get(reverse("labelling:recent", args=[name])))
     keep("recent labels (htmx)", client.get(reverse("labelling:recent", args=[name]), HTTP_HX_REQUEST="true"))
     mine = Label.objects.filter(annotator=annotator).order_by("pk").first()
     edit = reverse("labelling:edit", args=[name, mine.pk])
     keep("edit label", client.get(edit))
-    keep("edit label (htmx)", client.get(edit, HTTP_HX_REQUEST="true"))
+    keep("edit label (as undo opens it)", client.get(edit, HTTP_HX_REQUEST="true"))
     keep(
-        "edit label POST (htmx)",
-        client.post(edit, {"value": "unsupported", "rationale": "changed"}, HTTP_HX_REQUEST="true"),
+        "edit label POST (as label.js sends it)",
+        client.post(edit, {"value": "unsupported", "rationale": "changed"}, **JSON),
+    )
+    keep(
+        "renew and refill (as label.js asks)",
+        client.post(reverse("labelling:next", args=[name]), {"have": str(held())}, **JSON),
     )
 
     keep("API my campaigns", client.get("/api/label/campaigns/"))
     keep("API next", client.post(f"/api/label/{name}/next/"))
-    item_id = Lease.objects.get(annotator=annotator, status="active").item_id
+    item_id = held()
     keep(
         "API skip", client.post(f"/api/label/{name}/skip/", {"item_id": item_id}, content_type="application/json"), 204
     )
     keep("API next after skip", client.post(f"/api/label/{name}/next/"))
-    item_id = Lease.objects.get(annotator=annotator, status="active").item_id
+    item_id = held()
     keep(
         "API submit",
         client.post(
@@ -246,9 +250,11 @@ def _masked(body: str, item: Item, username: str) -> str:
     body = (
         body.replace(item.row.question.qid, "QID")
         .replace(f'value="{item.pk}"', 'value="ITEM"')
+        .replace(f'data-item-id="{item.pk}"', 'data-item-id="ITEM"')
         .replace(username, "USER")
     )
     body = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', 'name="csrfmiddlewaretoken" value="CSRF"', body)
+    body = re.sub(r'(name="key" value|data-key|data-user)="[^"]+"', r'\1="MASKED"', body)
     return re.sub(r'"X-CSRFToken": "[^"]+"', '"X-CSRFToken": "CSRF"', body)
 
 

@@ -7,9 +7,8 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from tests.conftest import ARTIFACTS
 from tests.factories import make_marked_run
-
-from .test_browser import ARTIFACTS, page  # noqa: F401  (the headless Chromium page fixture)
 
 
 @pytest.mark.browser

@@ -1,4 +1,3 @@
-# ruff: noqa: F811 (the page fixture comes from test_browser)
 """Every page loads in Chromium under the Content-Security-Policy without a violation: htmx and the
 vendored scripts are files, no page runs inline script or an inline <style> element, the charts'
 styles come from a stylesheet, and the API docs page gets only the relaxations it needs."""
@@ -13,8 +12,6 @@ from evalcore.services.comparisons import compare_runs
 from labelstudio_lite.labelling.models import Label
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
 from tests.factories import make_marked_run
-
-from .test_browser import page  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -140,3 +140,11 @@ def test_a_newer_measurement_with_too_few_labels_makes_a_validation_stale_and_al
     Campaign.objects.filter(name="faithfulness-claims").delete()  # no measurement that counts is left
     validation = judge_validation(tuned.judge_config)
     assert validation.status == "unvalidated" and "has 5 labelled claims" in validation.why_not
+
+
+def test_the_demo_prints_the_address_it_will_be_served_on(demo):
+    out = io.StringIO()
+    call_command("load_demo", "--url", "http://127.0.0.1:8123/", stdout=out)
+
+    assert "http://127.0.0.1:8123/label/demo-claims/" in out.getvalue()
+    assert ":8000" not in out.getvalue()

@@ -6,10 +6,10 @@ import re
 
 from django.urls import reverse
 
-from labelstudio_lite.labelling.models import Item
+from labelstudio_lite.labelling.models import Item, Label
 from tests.factories import label_items
 
-from .pages import open_label_page
+from .pages import open_label_page, send_answer, take_items
 
 
 def test_the_labelling_page_loads_htmx_and_label_js_from_our_static_files_not_a_cdn(
@@ -41,9 +41,18 @@ def test_the_page_shows_the_question_the_context_chunks_the_answer_and_the_short
     assert f"doc-{qid}-a" in body and f"First chunk for {qid}" in body and f"Second chunk for {qid}" in body
     assert f"Claim 1 of {qid} says the window is 10 days." in body
     assert "Is the answer supported by the context?" in body
-    for key, label in (("S", "Supported"), ("U", "Unsupported"), ("C", "Can't tell"), ("K", "Skip"), ("B", "Back")):
-        assert re.search(rf"<kbd>{key}</kbd> {label}", body), key
-    assert 'role="progressbar"' in body and 'your share: <span id="share-done">0</span> / 12 done' in body
+    for key, label in (
+        ("S", "Supported"),
+        ("U", "Unsupported"),
+        ("C", "Can't tell"),
+        ("K", "Skip"),
+        ("Z", "Undo"),
+        ("B", "Your labels"),
+    ):
+        assert re.search(rf'aria-keyshortcuts="{key}"[^>]*><kbd>{key}</kbd> {label}', body), key
+    assert 'id="shortcuts"' in body and "<kbd>?</kbd>" in body  # the shortcut list
+    assert 'role="progressbar"' in body
+    assert 'your share: <span id="share-done">0</span> / <span id="share-target">12</span> done' in body
     assert '<textarea name="rationale"' in body
 
 
@@ -62,34 +71,45 @@ def test_a_claim_is_highlighted_in_the_answer_and_can_be_searched_in_the_context
     assert "Is this claim supported by the context?" in body
 
 
-def test_an_htmx_answer_returns_only_the_next_item_and_a_plain_post_the_whole_page_with_it(
+def test_an_answer_from_the_page_script_returns_json_and_a_plain_post_the_whole_page_with_the_next_item(
     solo_campaign, annotator, annotator_client
 ):
     url = reverse("labelling:answer", args=[solo_campaign.name])
-    page = open_label_page(annotator_client, solo_campaign.name).content.decode()
-    first = re.search(r'name="item_id" value="(\d+)"', page).group(1)
+    items = take_items(annotator_client, solo_campaign.name)["items"]
+    first, second = items[0]["id"], items[1]["id"]
 
-    partial = annotator_client.post(
-        url, {"item_id": first, "value": "supported"}, HTTP_HX_REQUEST="true"
-    ).content.decode()
-    second = re.search(r'name="item_id" value="(\d+)"', partial).group(1)
+    reply = send_answer(
+        annotator_client,
+        solo_campaign.name,
+        item_id=first,
+        value="supported",
+        have=",".join(str(i["id"]) for i in items[1:]),
+    )
     plain = annotator_client.post(url, {"item_id": second, "value": "unsupported"})
 
-    assert "<html" not in partial and partial.lstrip().startswith('<section id="item-area"')
-    assert "Saved: supported." in partial and second != first
-    assert 'your share: <span id="share-done">1</span> / 12' in partial
+    assert reply["result"] == {
+        "outcome": "saved",
+        "item_id": first,
+        "label_id": Label.objects.get(item_id=first).pk,
+        "value": "supported",
+        "message": "Saved: supported.",
+    }
+    assert reply["share"]["done"] == 1
+    held = [item["id"] for item in reply["items"]]
+    assert held[:2] == [items[1]["id"], items[2]["id"]] and len(held) == 3  # the queue refilled
+    assert [("html" in item) for item in reply["items"]] == [False, False, True]  # the page has the first two
+    assert '<article class="label-item"' in reply["items"][2]["html"] and "<html" not in reply["items"][2]["html"]
     body = plain.content.decode()
     assert plain.status_code == 200 and "<html" in body and "Saved: unsupported." in body
-    assert re.search(r'name="item_id" value="(\d+)"', body).group(1) not in (
-        first,
-        second,
-    )  # the next item, claimed by the POST
+    assert re.search(r'name="item_id" value="(\d+)"', body).group(1) not in (str(first), str(second))
 
 
 def test_an_unreadable_answer_says_what_went_wrong(solo_campaign, annotator_client):
     url = reverse("labelling:answer", args=[solo_campaign.name])
-    body = annotator_client.post(url, {"item_id": "x", "value": "probably"}, HTTP_HX_REQUEST="true").content.decode()
+    body = annotator_client.post(url, {"item_id": "x", "value": "probably"}).content.decode()
+    reply = send_answer(annotator_client, solo_campaign.name, item_id="x", value="probably")
     assert "That answer could not be read" in body and 'role="alert"' in body
+    assert reply["result"]["outcome"] == "invalid" and "item_id" in reply["result"]["message"]
 
 
 def test_a_finished_share_says_so_and_offers_nothing_more(solo_campaign, annotator, annotator_client):
@@ -104,9 +124,14 @@ def test_a_finished_share_says_so_and_offers_nothing_more(solo_campaign, annotat
 
 
 def test_label_js_binds_the_documented_keys_and_ignores_them_while_typing(client):
-    js = b"".join(client.get("/static/js/label.js").streaming_content).decode()
+    js = "".join(
+        b"".join(client.get(f"/static/js/{name}.js").streaming_content).decode() for name in ("label", "label-tools")
+    )
 
     assert re.search(r"s:\s*\"supported\"", js) and re.search(r"u:\s*\"unsupported\"", js)
     assert re.search(r"c:\s*\"cant_tell\"", js) and re.search(r"k:\s*\"skip\"", js)
+    assert not re.search(r"\"\?\":\s*\"cant_tell\"", js)  # ? opens the shortcut list
+    assert 'key === "z"' in js and 'key === "?"' in js
     assert '"b"' in js and "back-link" in js
     assert '"TEXTAREA"' in js and "typing(event.target)" in js
+    assert "event.repeat" in js and "guardMs" in js

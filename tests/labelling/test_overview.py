@@ -261,7 +261,7 @@ def test_adjudication_sets_the_final_label_of_a_conflict(campaign, annotator, ot
     )
     assert finals_by_qid(campaign)["q0004"] == ("unsupported", "adjudicated")
     page = owner_client.get(reverse("labelling:adjudicate", args=[campaign.name])).content.decode()
-    assert "needs a decision" not in page and "adjudicated: unsupported" in page
+    assert "needs a decision" not in page and "decided by an eval owner: unsupported" in page
     assert "0 items still need a decision" in page
 
 

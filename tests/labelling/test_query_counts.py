@@ -17,15 +17,15 @@ from labelstudio_lite.labelling.services.assignment import next_item, submit_lab
 from labelstudio_lite.labelling.services.exports import labels_export
 from tests.factories import label_items
 
-from .pages import open_label_page
+from .pages import JSON, open_label_page, take_items
 
 # Measured after the labelling restructure; the numbers before it are in the comments (none grew).
 NEXT_ITEM_API = 10  # before the restructure: 10
-ANSWER_PAGE_HTMX = 22  # before the restructure: 22
-ANSWER_PAGE_PLAIN = 22  # before the restructure: 22
-ANSWER_API = 13  # before the restructure: 13
-LABEL_PAGE = 6  # the page itself claims nothing (before it claimed its item: 13 with the claim)
-NEXT_ITEM_PAGE = 13  # the item the loaded page asks for with a POST
+ANSWER_PAGE_JSON = 23  # as label.js sends it: save, renew the page's two held items, refill its queue to three
+ANSWER_PAGE_PLAIN = 20  # before the restructure: 22 (a submit no longer opens a savepoint)
+ANSWER_API = 11  # before the restructure: 13 (the same)
+LABEL_PAGE = 7  # the page itself claims nothing; it reads the latest label (what Z opens first)
+NEXT_ITEM_PAGE = 19  # the three items the loaded page asks for with a POST (three claims; one claim was 13)
 JUDGE_REPORT_PAGE = 15  # 13, and two for the try-a-tuned-prompt form (the runnable configs, the tuning exports)
 JUDGE_REPORT_API = 11  # before the restructure: 12  (the same)
 
@@ -48,13 +48,16 @@ def test_claiming_the_next_item_through_the_api(solo_campaign, annotator_client,
     assert response.status_code == 200
 
 
-def test_answering_on_the_page_returns_the_next_item(solo_campaign, annotator_client, django_assert_num_queries):
-    page = open_label_page(annotator_client, solo_campaign.name).content.decode()
-    item_id = re.search(r'name="item_id" value="(\d+)"', page).group(1)
+def test_answering_on_the_page_returns_the_pages_queue_refilled(
+    solo_campaign, annotator_client, django_assert_num_queries
+):
+    items = take_items(annotator_client, solo_campaign.name)["items"]
     url = reverse("labelling:answer", args=[solo_campaign.name])
-    with django_assert_num_queries(ANSWER_PAGE_HTMX):
-        response = annotator_client.post(url, {"item_id": item_id, "value": "supported"}, HTTP_HX_REQUEST="true")
-    assert response.status_code == 200 and "Saved: supported." in response.content.decode()
+    fields = {"item_id": items[0]["id"], "value": "supported", "have": f"{items[1]['id']},{items[2]['id']}"}
+    with django_assert_num_queries(ANSWER_PAGE_JSON):
+        response = annotator_client.post(url, fields, **JSON)
+    assert response.status_code == 200 and response.json()["result"]["message"] == "Saved: supported."
+    assert len(response.json()["items"]) == 3
 
 
 def test_answering_with_a_plain_form_post_returns_the_page_with_the_next_item(
@@ -87,8 +90,8 @@ def test_the_labelling_page_claims_nothing_and_its_item_comes_with_one_post(
         page = annotator_client.get(reverse("labelling:label", args=[solo_campaign.name]))
     assert page.status_code == 200 and Item.objects.filter(campaign=solo_campaign, slots_taken=1).count() == 1
     with django_assert_num_queries(NEXT_ITEM_PAGE):
-        response = annotator_client.post(reverse("labelling:next", args=[solo_campaign.name]), HTTP_HX_REQUEST="true")
-    assert response.status_code == 200 and Item.objects.filter(campaign=solo_campaign, slots_taken=1).count() == 2
+        response = annotator_client.post(reverse("labelling:next", args=[solo_campaign.name]), **JSON)
+    assert response.status_code == 200 and Item.objects.filter(campaign=solo_campaign, slots_taken=1).count() == 4
 
 
 def test_the_judge_report_page(reported, owner_client, django_assert_num_queries):

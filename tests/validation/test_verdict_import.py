@@ -304,7 +304,7 @@ def test_an_upload_with_the_runs_own_judge_config_fails_with_the_reason(case, ca
 def test_an_upload_with_a_malformed_judge_config_is_refused_before_any_job(case, campaign, owner_client):
     response = upload(owner_client, campaign, good_records(case), "{not json")
 
-    assert response.status_code == 302 and response["Location"] == reverse("labelling:report", args=[campaign.name])
+    assert response.status_code == 400  # the report page again, with the form as it was sent
     assert not Job.objects.exists() and nothing_imported()
-    page = owner_client.get(response["Location"]).content.decode()
-    assert "malformed JSON" in page
+    page = response.content.decode()
+    assert "malformed JSON" in page and "{not json</textarea>" in page

@@ -54,3 +54,6 @@ def test_api_docs_page_loads_its_assets_from_our_static_files(owner_client):
     page = owner_client.get("/api/docs/").content.decode()
     assert "/static/drf_spectacular_sidecar/" in page
     assert "cdn.jsdelivr" not in page and "unpkg" not in page
+    assert "fonts.googleapis" not in page and "fonts.gstatic" not in page  # no web fonts either
+    assert '<html lang="en">' in page and "<script>" not in page and "<style>" not in page  # no inline script or style
+    assert "swagger-ui-bundle.js" in page and "/api/docs/?script=" in page  # Swagger UI, its start-up script a file

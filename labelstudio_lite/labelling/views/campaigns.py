@@ -9,11 +9,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalcore.services.problems import UserFacingError
+from evalcore.views.jobs import register_job_form, retried_job
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner
 from ..forms import AdjudicationForm, AnnotatorsForm, CampaignForm, LabelImportForm, RemoveAnnotatorForm
-from ..jobs import LabelImportParams, request_labels_import
+from ..jobs import IMPORT_LABELS, LabelImportParams, request_labels_import
 from ..selectors import (
     FinalStatus,
     annotator_agreement,
@@ -33,11 +34,14 @@ from ..services.campaigns import (
 from ..services.exports import LABEL_FORMATS, labels_export
 from .actions import Done, form_post, import_upload
 
+register_job_form(IMPORT_LABELS, lambda job: reverse("labelling:campaign", args=[job.params["campaign"]]) + "#import")
+
 
 @require_http_methods(["GET", "POST"])
 @eval_owner_required
 def campaign_list(request: HttpRequest) -> HttpResponse:
-    form = CampaignForm(request.POST or None)
+    run = request.GET.get("run", "")  # the home page's "validate this judge" link names the run
+    form = CampaignForm(request.POST or None, initial={"run": int(run)} if run.isdigit() else None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -102,6 +106,7 @@ def campaign_overview(request: HttpRequest, name: str) -> HttpResponse:
         "conflicts": statuses.get(FinalStatus.CONFLICT, 0),
         "annotators_form": AnnotatorsForm(),
         "import_form": LabelImportForm(),
+        "retry": retried_job(request, IMPORT_LABELS),
     }
     return render(request, "labelling/campaign.html", context)
 

@@ -7,13 +7,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evalcore.charts import confusion_heatmap_svg, slice_intervals_svg
+from evalcore.charts import confusion_heatmap_svg, responsive, slice_intervals_svg
 from evalcore.services.problems import UserFacingError
+from evalcore.views.jobs import register_job_form, retried_job, values_of
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner, verdict_set_for
 from ..forms import ExportForm, FreshHeldoutForm, ThresholdForm, TryPromptForm, VerdictImportForm
-from ..jobs import TryPromptParams, VerdictImportParams, request_try_prompt, request_verdicts_import
+from ..jobs import IMPORT_VERDICTS, TryPromptParams, VerdictImportParams, request_try_prompt, request_verdicts_import
+from ..models import Campaign
 from ..selectors import campaign_export, campaign_exports, remeasurement_opened, verdict_sets_of
 from ..services.campaigns import campaign_fresh_heldout, campaign_set_thresholds
 from ..services.exports import disagreements_export
@@ -22,6 +24,39 @@ from ..services.remeasure import remeasure, remeasurement_open
 from ..services.tuned_prompt import few_shot_exports
 from .actions import Done, form_post, import_upload
 from .downloads import attachment
+
+register_job_form(IMPORT_VERDICTS, lambda job: reverse("labelling:report", args=[job.params["campaign"]]) + "#verdicts")
+
+
+def _slice_plot(slices: list[dict]) -> str:
+    return responsive(slice_intervals_svg(slices), slice_intervals_svg(slices, compact=True))
+
+
+def _report(
+    request: HttpRequest, campaign: Campaign, *, verdict_form: VerdictImportForm | None = None, status: int = 200
+) -> HttpResponse:
+    """The judge report page; ``verdict_form`` is a refused verdict upload, shown again with its values."""
+    verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
+    report = judge_report(campaign, verdict_set=verdict_set)
+    retry = retried_job(request, IMPORT_VERDICTS)
+    context = {
+        "campaign": campaign,
+        "report": report,
+        "verdict_set": verdict_set,
+        "verdict_sets": verdict_sets_of(campaign),
+        "heatmap": confusion_heatmap_svg(report.overall.confusion.as_dict()) if report.overall.n else "",
+        "slice_plot": _slice_plot([s.as_dict() for s in report.slices]) if report.slices else "",
+        "threshold_form": ThresholdForm(
+            initial={"fit_kappa": campaign.fit_kappa, "fit_miss_rate": campaign.fit_miss_rate}
+        ),
+        "export_form": ExportForm(),
+        "verdict_form": verdict_form or VerdictImportForm(initial=values_of(retry, VerdictImportForm)),
+        "retry": retry,
+        "fresh_form": FreshHeldoutForm(initial={"name": f"{campaign.name}-fresh"}),
+        "exports": campaign_exports(campaign),
+        "try_form": _try_form(campaign),
+    }
+    return render(request, "labelling/report.html", context, status=status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -41,25 +76,7 @@ def report_page(request: HttpRequest, name: str) -> HttpResponse:
             invalid="Thresholds: kappa between -1 and 1, miss rate between 0 and 1.",
             run=save,
         )
-    verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
-    report = judge_report(campaign, verdict_set=verdict_set)
-    context = {
-        "campaign": campaign,
-        "report": report,
-        "verdict_set": verdict_set,
-        "verdict_sets": verdict_sets_of(campaign),
-        "heatmap": confusion_heatmap_svg(report.overall.confusion.as_dict()) if report.overall.n else "",
-        "slice_plot": slice_intervals_svg([s.as_dict() for s in report.slices]) if report.slices else "",
-        "threshold_form": ThresholdForm(
-            initial={"fit_kappa": campaign.fit_kappa, "fit_miss_rate": campaign.fit_miss_rate}
-        ),
-        "export_form": ExportForm(),
-        "verdict_form": VerdictImportForm(),
-        "fresh_form": FreshHeldoutForm(initial={"name": f"{campaign.name}-fresh"}),
-        "exports": campaign_exports(campaign),
-        "try_form": _try_form(campaign),
-    }
-    return render(request, "labelling/report.html", context)
+    return _report(request, campaign)
 
 
 def _try_form(campaign, data=None) -> TryPromptForm:  # type: ignore[no-untyped-def]
@@ -171,9 +188,12 @@ def export_download(request: HttpRequest, name: str, version: int) -> HttpRespon
 @eval_owner_required
 def verdicts_upload(request: HttpRequest, name: str) -> HttpResponse:
     campaign = campaign_for_owner(request.user, name)
+    form = VerdictImportForm(request.POST, request.FILES)
+    if not form.is_valid():  # back to the report with the form as sent: its judge config is not lost
+        return _report(request, campaign, verdict_form=form, status=400)
     return import_upload(
         request,
-        form=VerdictImportForm(request.POST, request.FILES),
+        form=form,
         back=reverse("labelling:report", args=[campaign.name]),
         invalid=lambda form: "Verdicts: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()),
         start=lambda path, display_name, data: request_verdicts_import(

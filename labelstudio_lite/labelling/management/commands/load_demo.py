@@ -16,6 +16,13 @@ from ...demo import load_labelling_demo
 class Command(BaseCommand):
     help = "Create the demo users, eval set, runs and labelling campaigns (idempotent) and print how to log in."
 
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--url",
+            default="http://127.0.0.1:8000",
+            help="where the app will be served, for the addresses printed (./dev run passes its HOST and PORT)",
+        )
+
     def handle(self, *args, **options):
         folder = settings.VAR_DIR / "demo"
         paths = write_demo_files(folder)
@@ -53,4 +60,4 @@ class Command(BaseCommand):
         self.stdout.write(
             "     with the tuned judge .venv/bin/python manage.py gate --base chunks-512-judge-v2 --candidate chunks-256-rerank-judge-v2"
         )
-        self.stdout.write("     label as ann1       http://127.0.0.1:8000/label/demo-claims/")
+        self.stdout.write(f"     label as ann1       {options['url'].rstrip('/')}/label/demo-claims/")
