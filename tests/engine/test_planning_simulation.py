@@ -105,6 +105,7 @@ def test_planned_campaigns_cover_the_truth_95_percent_of_the_time_at_the_predict
     check_campaigns(scenario, replications=1000, iterations=500, seed=CAMPAIGNS.index(scenario) + 1)
 
 
+@pytest.mark.slow  # seconds of subprocesses or simulation: CI runs it (./dev test -m "")
 @pytest.mark.parametrize("scenario", COMPARISONS, ids=[s[0] for s in COMPARISONS])
 def test_a_planned_comparison_settles_as_often_as_the_power_planned(scenario):
     check_comparison(scenario, replications=2000, iterations=1000, seed=COMPARISONS.index(scenario) + 11)

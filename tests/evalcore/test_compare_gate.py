@@ -451,6 +451,7 @@ def test_the_gate_command_raises_command_error_when_called_from_python(synthetic
     assert stop.value.code == 4
 
 
+@pytest.mark.slow  # seconds of subprocesses or simulation: CI runs it (./dev test -m "")
 @pytest.mark.django_db(transaction=True)
 def test_manage_py_gate_exits_4_on_block_and_1_on_error_as_a_ci_pipeline_sees_it(synthetic):
     """A real ``manage.py gate`` process on the test database: the exit codes a CI job reads."""

@@ -110,6 +110,7 @@ def test_a_killed_judge_run_is_left_to_resume_where_a_worker_will_queue_it_again
         assert killed.status == Job.Status.RUNNING
 
 
+@pytest.mark.slow  # seconds of subprocesses or simulation: CI runs it (./dev test -m "")
 @pytest.mark.django_db(transaction=True)
 def test_an_import_killed_midway_is_failed_by_the_next_command_and_wrote_nothing(tmp_path):
     questions = [{"id": f"k{i:06d}", "question": f"Question {i}?", "gold": [{"doc": f"d{i}"}]} for i in range(150_000)]

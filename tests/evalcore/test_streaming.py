@@ -116,6 +116,7 @@ def check_streaming(tmp_path, *, questions: int, small_rows: int, big_rows: int,
     )
 
 
+@pytest.mark.slow  # seconds of subprocesses or simulation: CI runs it (./dev test -m "")
 def test_a_run_file_streams_and_its_memory_does_not_grow_with_the_file(tmp_path, monkeypatch):
     monkeypatch.setattr("evalcore.services.runs.BATCH", 200)
     check_streaming(tmp_path, questions=4_000, small_rows=1_000, big_rows=4_000, batch=200)

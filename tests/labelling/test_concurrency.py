@@ -127,6 +127,7 @@ def test_twenty_annotators_in_parallel_label_a_thousand_items_with_overlap_two_e
     assert min(s["labels"] for s in stats.values()) > 0
 
 
+@pytest.mark.slow  # seconds of subprocesses or simulation: CI runs it (./dev test -m "")
 @pytest.mark.django_db(transaction=True)
 def test_eight_annotators_in_parallel_label_two_hundred_items_with_overlap_two_exactly(tmp_path, django_user_model):
     """The same guarantee on the embedded SQLite default (this runs in the default suite)."""

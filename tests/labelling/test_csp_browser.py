@@ -59,6 +59,7 @@ def page_patterns() -> set[str]:
     return names
 
 
+@pytest.mark.slow  # seconds of subprocesses or simulation: CI runs it (./dev test -m "")
 def test_every_page_loads_under_the_csp_without_a_violation(
     page, live_server, small_run, tuned_campaign, owner, tmp_path
 ):

@@ -114,6 +114,7 @@ def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # seconds of subprocesses or simulation: CI runs it (./dev test -m "")
 def test_check_deploy_is_clean_with_the_production_variables_of_the_readme(tmp_path):
     result = manage({**PRODUCTION, "VAR_DIR": str(tmp_path)}, "check", "--deploy", "--fail-level", "WARNING")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -123,6 +124,7 @@ def test_check_deploy_is_clean_with_the_production_variables_of_the_readme(tmp_p
         assert f"`{variable}`" in readme, f"{variable} is not in the README's configuration table"
 
 
+@pytest.mark.slow  # seconds of subprocesses or simulation: CI runs it (./dev test -m "")
 def test_check_deploy_warns_without_them(tmp_path):
     result = manage({"VAR_DIR": str(tmp_path), "DEBUG": "0"}, "check", "--deploy")
     assert "security.W004" in result.stderr + result.stdout and "security.W008" in result.stderr + result.stdout
