@@ -36,6 +36,7 @@ from .services.planning import plan_labels, plan_questions
 from .services.problems import UserFacingError, about_field
 from .services.readers import FORMATS
 from .services.runs import GAINS
+from .services.trec import TIE_ORDERS
 from .services.uploads import discard_upload, save_upload
 
 
@@ -282,7 +283,21 @@ class RunImportApi(EvalOwnerAPIView):
         name = serializers.SlugField(max_length=150)
         format = serializers.ChoiceField(choices=FORMATS, required=False)
         k = serializers.IntegerField(required=False, min_value=1, max_value=10_000)
-        gain = serializers.ChoiceField(choices=GAINS, default="exponential")
+        cutoffs = serializers.ListField(
+            child=serializers.IntegerField(min_value=1, max_value=10_000),
+            required=False,
+            max_length=20,
+            help_text="further cut-offs (recall, precision, nDCG and rr at each)",
+        )
+        gain = serializers.ChoiceField(
+            choices=GAINS, required=False, help_text="default: linear for a TREC run (trec_eval's), else exponential"
+        )
+        ties = serializers.ChoiceField(
+            choices=TIE_ORDERS, default="docno-desc", help_text="TREC runs: order of equal scores"
+        )
+        missing_topics = serializers.ChoiceField(
+            choices=["skip", "fail"], default="skip", help_text="TREC runs: a run topic the eval set lacks"
+        )
         chunks = serializers.FileField(required=False)
         judge_config = JSONObjectField(
             required=False, help_text="JSON object: model, model_version, prompt, temperature, claim_splitting, ..."
@@ -307,7 +322,10 @@ class RunImportApi(EvalOwnerAPIView):
             format=data.get("format"),
             display_name=data["file"].name,
             k=data.get("k"),
-            gain=data["gain"],
+            cutoffs=data.get("cutoffs") or [],
+            gain=data.get("gain"),
+            ties=data["ties"],
+            missing_topics=data["missing_topics"],
             judge_config=data.get("judge_config"),
             system_config=data.get("system_config"),
             chunks_path=chunks,
