@@ -332,9 +332,11 @@ def _read_csv(path: Path, name: str, problems: ProblemCollector) -> Iterator[Rec
             problems.add(line, None, f"the line has {len(values)} cells but the header names {len(header)} columns")
             continue
         data = {}
-        for column, value in zip(header, values):
+        for position, (column, value) in enumerate(zip(header, values)):
             if column:
                 data[column] = _ESCAPED_CELL.sub("", value)
+            elif position == 0 and len(header) > 1:
+                continue  # pandas' to_csv writes its index first, under no name: row numbers, not data
             elif value.strip():
                 problems.add(line, None, "a cell stands under a column with no name in the header; name the column")
         yield Record(line, data)

@@ -90,6 +90,8 @@ def _is_score(name: Any, value: Any) -> bool:
         return False
     if isinstance(value, bool):
         return False
+    if is_blank(value):
+        return True  # NaN (an empty cell in CSV): a metric Ragas could not compute for this row
     return isinstance(value, (int, float)) or (isinstance(value, str) and _looks_numeric(value))
 
 

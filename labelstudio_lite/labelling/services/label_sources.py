@@ -271,10 +271,17 @@ def _argilla(data: dict[str, Any], source: LabelSource, skipped: Counter) -> Ite
 
 def _argilla_responses(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     if isinstance(data.get("responses"), dict):
-        return {
+        out = {
             str(question): [r for r in as_list(items, f"responses.{question}") if isinstance(r, dict)]
             for question, items in data["responses"].items()
         }
+        if any("status" not in r for items in out.values() for r in items):
+            raise FieldError(
+                "responses",
+                "carry no status (Argilla's nested export, records.to_json, drops it, so drafts would pass as "
+                "labels); export them flattened: json.dump(dataset.records.to_list(flatten=True), file)",
+            )
+        return out
     out: dict[str, list[dict[str, Any]]] = {}
     for column in data:
         if not str(column).endswith(".responses"):
