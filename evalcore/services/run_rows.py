@@ -137,6 +137,11 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
             "scores": scores,
             "metadata": {"format": "ragas"},
         }
+    if "_langfuse_error" in data:
+        field = data["_langfuse_error"]
+        raise FieldError(
+            field, "is missing: a Langfuse score names its question in metadata.question_id, and has a name"
+        )
     if fmt == "deepeval":
         data = deepeval_row(data)
         if is_blank(data.get("id")):

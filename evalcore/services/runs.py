@@ -30,6 +30,7 @@ from .readers import Record, count_records, detect_format, read_records
 from .run_rows import normalize_row
 from .scoring import QuestionInfo, score_rows
 from .summaries import order_metrics, slice_name, summarize_scores
+from .tool_formats import langfuse_score_rows
 from .trec import TIE_ORDERS, read_import
 
 BATCH = 2000
@@ -150,6 +151,8 @@ def _validated_rows(
     records = read_import(
         path, fmt, display, trec="trec-run", holding="a run's rows", problems=problems, ties=trec.ties
     )
+    if fmt == "langfuse-scores":
+        records = (Record(line, data) for line, data in langfuse_score_rows(records))
     if fmt == "trec-run" and trec.skip_missing:
         records = _known_topics(records, index, skipped if skipped is not None else [])
     return validated(
@@ -231,6 +234,9 @@ def run_import(
         raise ImportFailed([ImportProblem(display, None, None, f"cut-offs must be positive integers, got {cutoffs!r}")])
     if k is None and cutoffs and trec:
         k = cutoffs[0]
+    if k is None and fmt == "langfuse-scores":
+        k = 1  # scores alone: no retrieval to cut
+
     trec_options = TrecOptions(ties=ties, skip_missing=missing_topics == "skip")
     if gain not in GAINS:
         raise ImportFailed(

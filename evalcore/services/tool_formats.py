@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,7 @@ TOOLS: dict[str, Tool] = {
         Tool("ragas", "Ragas result table", "questions and a run's rows", ("questions", "run")),
         Tool("deepeval", "DeepEval test run or goldens", "questions and a run's rows", ("questions", "run")),
         Tool("langfuse", "Langfuse dataset items", "questions", ("questions",)),
-        Tool("langfuse-scores", "Langfuse scores", "judge scores and labels", ("labels",)),
+        Tool("langfuse-scores", "Langfuse scores", "judge scores and labels", ("run", "labels")),
         Tool("langsmith", "LangSmith examples", "questions", ("questions",)),
         Tool("label-studio", "Label Studio export", "labels", ("labels",)),
         Tool("argilla", "Argilla records", "labels", ("labels",)),
@@ -213,3 +213,31 @@ def deepeval_row(data: dict[str, Any]) -> dict[str, Any]:
         if key in data and not is_blank(data[key]):
             row[f"deepeval_{key}"] = data[key]
     return row
+
+
+def langfuse_score_rows(records: Iterable[Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Langfuse scores (one a line) grouped into one row a question: its ``EVAL`` and ``API`` scores (a judge's
+    or a program's) become the row's judge scores; ``ANNOTATION`` scores are people's labels, read by
+    import_labels, and are left out here. The question is named in the score's metadata (``question_id``)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for record in records:
+        data = record.data
+        if str(data.get("source") or "").upper() == "ANNOTATION":
+            continue
+        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        qid = _metadata_id(metadata)
+        name = str(data.get("name") or "").strip()
+        if is_blank(qid) or not name:
+            yield record.line, {"_langfuse_error": "metadata.question_id" if name else "name"}
+            continue
+        row = rows.setdefault(str(qid), {"line": record.line, "scores": {}, "traces": []})
+        kind = str(data.get("dataType") or "NUMERIC").upper()
+        value = data.get("value") if kind != "CATEGORICAL" else None
+        row["scores"][name] = value
+        if kind == "CATEGORICAL":
+            row.setdefault("labels", {})[name] = data.get("stringValue")
+        if data.get("traceId") and data["traceId"] not in row["traces"]:
+            row["traces"].append(data["traceId"])
+    for qid, row in rows.items():
+        labels = {"langfuse_labels": row["labels"]} if "labels" in row else {}
+        yield row["line"], {"id": qid, "scores": row["scores"], "langfuse_traces": row["traces"], **labels}

@@ -223,3 +223,12 @@ def test_trec_files_are_known_by_their_extension_or_their_content(tmp_path):
     qrels = tmp_path / "judged.txt"
     qrels.write_text("301 0 FBIS3-1 1\n")
     assert detect_format(qrels, door="questions") == "trec-qrels"
+
+
+def test_langfuse_eval_scores_become_a_runs_judge_scores_and_annotations_are_left_to_import_labels():
+    evalset_import(path=FIXTURES / "langfuse" / "dataset_items.jsonl", name="lf")
+    run = run_import(path=FIXTURES / "langfuse" / "scores.jsonl", evalset="lf", name="lf-judge").run
+    assert run.row_count == 3
+    q3 = Row.objects.get(run=run, question__qid="q3")
+    assert q3.scores["faithfulness"] == 0.0 and "support" not in q3.scores
+    assert q3.metadata["langfuse_traces"] == ["trace-q3"]

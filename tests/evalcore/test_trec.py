@@ -182,3 +182,38 @@ def test_an_sgml_topic_without_a_title_is_refused_with_its_line(tmp_path):
         field="title",
         says="needs a <num> and a <title>",
     )
+
+
+def test_the_api_and_the_upload_form_take_the_trec_options(tmp_path, owner_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    write_qrels(tmp_path)
+    run = b"1 Q0 docB 1 0.5 sys\n1 Q0 docA 2 0.5 sys\n7 Q0 docQ 1 0.5 sys\n"
+    response = owner_client.post(
+        "/api/runs/import/",
+        {
+            "file": SimpleUploadedFile("bm25.run", run),
+            "evalset": "tiny",
+            "name": "api",
+            "cutoffs": [1, 2],
+            "ties": "docno-asc",
+        },
+    )
+    assert response.status_code == 202, response.content
+    job = owner_client.get(response["Location"]).json()
+    assert job["status"] == "succeeded" and "Skipped 1 run topic(s)" in job["result"]["message"]
+    scores = Row.objects.get(run__name="api", question__qid="1").scores
+    assert scores["rr@1"] == 1.0 and scores["recall@2"] == 1.0  # docno-asc puts docA first
+    response = owner_client.post(
+        "/runs/",
+        {
+            "file": SimpleUploadedFile("bm25.run", run),
+            "evalset": "tiny",
+            "name": "form",
+            "cutoffs": "1,2",
+            "ties": "docno-desc",
+            "missing_topics": "fail",
+        },
+    )
+    assert response.status_code == 302
+    assert "question &#x27;7&#x27; is not in tiny v1" in owner_client.get(response["Location"]).content.decode()
