@@ -5,7 +5,6 @@ an explicit tie order; agreement with trec_eval's own expected output at every c
 from __future__ import annotations
 
 import shutil
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -17,24 +16,12 @@ from evalcore.services.runs import run_import
 from evalcore.services.trec import read_topics, read_trec_run
 
 from .conftest import refused
+from .test_formats import TREC, trec_expected
 
 pytestmark = pytest.mark.django_db
 
-TREC = Path("/work/shared/data/trec_eval")
 CUTOFFS = [5, 10, 15, 20, 30, 100, 200, 500, 1000]
 needs_trec_data = pytest.mark.skipif(not TREC.is_dir(), reason=f"trec_eval test data not found at {TREC}")
-
-
-def trec_expected() -> dict[str, dict[str, float]]:
-    expected: dict[str, dict[str, float]] = defaultdict(dict)
-    for line in (TREC / "out.test.aq").read_text().splitlines():
-        if line.strip():
-            measure, topic, value = line.split()
-            try:
-                expected[topic][measure] = float(value)
-            except ValueError:
-                pass
-    return expected
 
 
 @needs_trec_data
