@@ -123,7 +123,7 @@ def tool_question(data: dict[str, Any], tool: str) -> dict[str, Any]:
     """A DeepEval golden or test case, a Langfuse dataset item or a LangSmith example as a plain question record."""
     if tool == "deepeval":
         text = as_text(data.get("input"), "input", required=True)
-        metadata = _first(data, "additional_metadata", "additionalMetadata") or {}
+        metadata = _first(data, "additional_metadata", "additionalMetadata", "metadata") or {}
         contexts = _first(data, "context")
         return {
             "id": _first(data, "id") or _metadata_id(metadata) or text_id(text),
@@ -189,7 +189,7 @@ def deepeval_row(data: dict[str, Any]) -> dict[str, Any]:
     threshold and verdict are kept in the row's metadata.
     """
     text = as_text(data.get("input"), "input", required=True)
-    metadata = _first(data, "additionalMetadata", "additional_metadata") or {}
+    metadata = _first(data, "metadata", "additionalMetadata", "additional_metadata") or {}
     scores: dict[str, float | None] = {}
     details: dict[str, Any] = {}
     for i, metric in enumerate(as_list(_first(data, "metricsData", "metrics_data"), "metricsData")):
