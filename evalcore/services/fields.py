@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -148,7 +149,9 @@ def parse_list_cell(text: str, field: str) -> Any:
         json_error = error
     if "\x00" in text:
         raise json_error
-    items = _literal_items(text)
+    items = _quoted_items(text)
+    if items is None:
+        items = _literal_items(text)
     if items is None:
         raise FieldError(
             field, f"{json_error.message} and is not a Python or numpy list either; write the list as JSON"
@@ -160,6 +163,20 @@ def parse_list_cell(text: str, field: str) -> Any:
             "Parquet or JSON, or with numpy's threshold raised",
         )
     return items
+
+
+_QUOTED = r"'(?:[^'\\\n]|\\.)*'" + "|" + r'"(?:[^"\\\n]|\\.)*"'
+_NUMPY_STRINGS = re.compile(rf"\[\s*(?:{_QUOTED})(?:\s+(?:{_QUOTED}))*\s*\]")
+_PYTHON_STRINGS = re.compile(rf"\[\s*(?:{_QUOTED})(?:\s*,\s*(?:{_QUOTED}))*\s*,?\s*\]")
+
+
+def _quoted_items(text: str) -> list[Any] | None:
+    """The fast path of :func:`_literal_items` for the common cells: quoted strings only, all with commas or none."""
+    import ast
+
+    if _NUMPY_STRINGS.fullmatch(text) or _PYTHON_STRINGS.fullmatch(text):
+        return [item[1:-1] if "\\" not in item else ast.literal_eval(item) for item in re.findall(_QUOTED, text)]
+    return None
 
 
 def _literal_items(text: str) -> list[Any] | str | None:

@@ -54,6 +54,18 @@ def wrapper_key(value: dict[str, Any]) -> str | None:
     )
 
 
+def first_record(head: str) -> dict[str, Any] | None:
+    """The first record of a JSON array from the start of its text (to tell its format without reading it all)."""
+    start = _WS.match(head, 0).end()  # type: ignore[union-attr]
+    if not head.startswith("[", start):
+        return None
+    try:
+        item, _ = json.JSONDecoder().raw_decode(head, _WS.match(head, start + 1).end())  # type: ignore[union-attr]
+    except json.JSONDecodeError:
+        return None
+    return item if isinstance(item, dict) else None
+
+
 def read_json_document(text: str, problems: ProblemCollector) -> Iterator[tuple[int, Any]]:
     """Yield ``(line, record)`` for each record of a JSON document's text; malformed JSON is a problem with its line."""
     start = _WS.match(text, 0).end()  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .fields import FieldError, check_depth, parse_json_object
-from .json_documents import is_json_document, read_json_document
+from .json_documents import first_record, is_json_document, read_json_document
 from .limits import limits
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .tool_formats import DOOR_COMMANDS, TOOLS, identify
@@ -133,6 +133,12 @@ def first_keys(path: Path) -> list[str]:
                 if raw.strip():
                     return [cell.strip() for cell in next(csv.reader([raw], delimiter=_separator(path)))]
             return []
+        if is_json_document(path):
+            with path.open("rb") as handle:
+                head = handle.read(1 << 20).decode("utf-8", errors="ignore").lstrip("\ufeff")
+            early = first_record(head)
+            if early is not None:
+                return list(early)
         first = next(_read_jsonl(path, path.name, quiet), None)
         return list(first.data) if first else []
     except (OSError, ValueError, csv.Error, StopIteration):
