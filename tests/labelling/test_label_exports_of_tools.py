@@ -160,3 +160,30 @@ def test_the_upload_form_takes_a_label_studio_export_with_its_options(campaign, 
     assert response.status_code == 302 and "/jobs/" in response["Location"]
     assert labels(campaign) == LS_LABELS
     assert "1 cancelled, 1 draft" in owner_client.get(response["Location"]).content.decode()
+
+
+def test_the_api_takes_an_argilla_export_with_its_options(campaign, owner_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    response = owner_client.post(
+        f"/api/campaigns/{campaign.name}/labels/import/",
+        {
+            "file": SimpleUploadedFile("records.json", (ARGILLA / "records_flat.json").read_bytes()),
+            "users": SimpleUploadedFile("users.json", (ARGILLA / "users.json").read_bytes()),
+            "value_map": '{"Supported": "supported", "Not supported": "unsupported"}',
+        },
+    )
+    assert response.status_code == 202, response.content
+    job = owner_client.get(response["Location"]).json()
+    assert job["status"] == "succeeded" and "2 draft" in job["result"]["message"]
+    assert len(labels(campaign)) == 4
+
+
+def test_annotators_cannot_import_labels_through_the_api(campaign, annotator_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    response = annotator_client.post(
+        f"/api/campaigns/{campaign.name}/labels/import/",
+        {"file": SimpleUploadedFile("records.json", (ARGILLA / "records_flat.json").read_bytes())},
+    )
+    assert response.status_code == 403 and not Label.objects.exists()
