@@ -38,11 +38,12 @@ def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
 
-def _check_file(path: str, display: str | None, fmt: str | None) -> None:
+def _check_file(path: str, display: str | None, fmt: str | None, *, door: str) -> None:
+    """Refuse at once a missing file, or one whose format (named, or told from its name and content) this door does not take."""
     file = Path(path)
     if not file.is_file():
         raise ImportFailed([ImportProblem(display or file.name, None, None, "no such file")])
-    about_field("format" if fmt else "file", lambda: detect_format(file, fmt))
+    about_field("format" if fmt else "file", lambda: detect_format(file, fmt, door=door, display=display))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -66,7 +67,7 @@ class EvalSetImportParams:
 def request_evalset_import(*, params: EvalSetImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept an eval set import as a job, or refuse it at once (bad name, format or mode, no version to extend)."""
     about_field("name", lambda: check_name(params.name, what="eval set"))
-    _check_file(params.path, params.display_name, params.format)
+    _check_file(params.path, params.display_name, params.format, door="questions")
     if params.mode not in ("replace", "extend"):
         raise UserFacingError(f"mode must be 'replace' or 'extend', got {params.mode!r}", field="extend")
     if params.topics_path and not Path(params.topics_path).is_file():
@@ -135,7 +136,7 @@ class RunImportParams:
 def request_run_import(*, params: RunImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept a run import as a job, or refuse it at once (bad name, unknown eval set, bad judge config...)."""
     about_field("name", lambda: check_name(params.name, what="run"))
-    _check_file(params.path, params.display_name, params.format)
+    _check_file(params.path, params.display_name, params.format, door="run")
     if params.chunks_path and not Path(params.chunks_path).is_file():
         raise UserFacingError(f"{params.chunks_path}: no such file (chunk map)", field="chunks")
     if params.gain is not None and params.gain not in GAINS:

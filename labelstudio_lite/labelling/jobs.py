@@ -58,7 +58,9 @@ class LabelImportParams:
 def request_labels_import(*, params: LabelImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept a label import as a job, or refuse it at once (no such campaign or file, a bad option)."""
     _check_campaign_and_file(params)
-    about_field("format", lambda: detect_format(Path(params.path), params.format, display=params.display_name))
+    about_field(
+        "format", lambda: detect_format(Path(params.path), params.format, door="labels", display=params.display_name)
+    )
     if params.match not in MATCHES:
         raise UserFacingError(f"match must be one of {', '.join(MATCHES)}, got {params.match!r}", field="match")
     if params.users_path and not Path(params.users_path).is_file():

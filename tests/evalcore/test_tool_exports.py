@@ -232,3 +232,20 @@ def test_langfuse_eval_scores_become_a_runs_judge_scores_and_annotations_are_lef
     q3 = Row.objects.get(run=run, question__qid="q3")
     assert q3.scores["faithfulness"] == 0.0 and "support" not in q3.scores
     assert q3.metadata["langfuse_traces"] == ["trace-q3"]
+
+
+def test_the_api_refuses_an_export_meant_for_another_command_before_any_job_starts(owner_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from evalcore.models import Job
+
+    response = owner_client.post(
+        "/api/evalsets/import/",
+        {
+            "file": SimpleUploadedFile("export.json", (FIXTURES / "label_studio" / "export.json").read_bytes()),
+            "name": "x",
+        },
+    )
+    assert response.status_code == 400
+    assert "import it with import_labels --format label-studio" in json.dumps(response.json())
+    assert not Job.objects.exists()
