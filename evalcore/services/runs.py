@@ -234,6 +234,8 @@ def run_import(
         raise ImportFailed([ImportProblem(display, None, None, f"cut-offs must be positive integers, got {cutoffs!r}")])
     if k is None and cutoffs and trec:
         k = cutoffs[0]
+    if trec and k is not None and k not in cutoffs:
+        cutoffs = sorted({k, *cutoffs})  # a TREC run keeps rr@k beside rr, as trec_eval users compare them
     if k is None and fmt == "langfuse-scores":
         k = 1  # scores alone: no retrieval to cut
 

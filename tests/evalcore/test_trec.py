@@ -204,3 +204,12 @@ def test_the_api_and_the_upload_form_take_the_trec_options(tmp_path, owner_clien
     )
     assert response.status_code == 302
     assert "question &#x27;7&#x27; is not in tiny v1" in owner_client.get(response["Location"]).content.decode()
+
+
+def test_a_trec_run_imported_at_one_k_keeps_rr_at_k_too(tmp_path):
+    write_qrels(tmp_path)
+    path = tmp_path / "run.res"
+    path.write_text(RUN_WITH_TIES)
+    run = run_import(path=path, evalset="tiny", name="k2", k=2).run
+    scores = Row.objects.get(run=run, question__qid="1").scores
+    assert scores["rr@2"] == 0.0 and scores["rr"] == pytest.approx(1 / 4)
