@@ -147,6 +147,9 @@ class EvalSetImportApi(EvalOwnerAPIView):
         format = serializers.ChoiceField(choices=FORMATS, required=False)
         extend = StrictBooleanField(required=False, default=False)
         base = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+        topics = serializers.FileField(
+            required=False, help_text="TREC qrels: the topics' text ('qid<TAB>text' lines or an SGML topics file)"
+        )
         description = serializers.CharField(required=False, allow_blank=True, default="")
 
     @extend_schema(
@@ -156,13 +159,20 @@ class EvalSetImportApi(EvalOwnerAPIView):
     )
     def post(self, request: Request) -> Response:
         data = _valid(self.EvalSetImportInput, request.data)
+        path = _save(data["file"], "file")
+        try:
+            topics = _save(data["topics"], "topics") if data.get("topics") else None
+        except serializers.ValidationError:
+            discard_upload(path)
+            raise
         params = EvalSetImportParams(
-            path=_save(data["file"], "file"),
+            path=path,
             name=data["name"],
             format=data.get("format"),
             display_name=data["file"].name,
             mode="extend" if data["extend"] else "replace",
             base_version=data.get("base"),
+            topics_path=topics,
             description=data["description"],
         )
         return _accepted(request_evalset_import, params, request)

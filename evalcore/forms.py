@@ -22,11 +22,17 @@ FORMAT_CHOICES = [("", "from the file extension and content")] + [(f, f) for f i
 
 
 class EvalSetImportForm(forms.Form):
-    file = forms.FileField(help_text="JSON Lines, CSV, Parquet, a Ragas table or TREC qrels.")
+    file = forms.FileField(
+        help_text="JSON Lines or a JSON array, CSV, Parquet, a Ragas table, DeepEval goldens, Langfuse dataset "
+        "items, LangSmith examples or TREC qrels."
+    )
     name = forms.CharField(max_length=100, validators=[valid_name], help_text="New or existing eval set name.")
     format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
     extend = forms.BooleanField(
         required=False, help_text="Add these questions to the latest version instead of replacing them."
+    )
+    topics = forms.FileField(
+        required=False, help_text="TREC qrels: the topics' text ('qid<TAB>text' lines or an SGML topics file)."
     )
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 

@@ -213,3 +213,22 @@ def test_a_trec_run_imported_at_one_k_keeps_rr_at_k_too(tmp_path):
     run = run_import(path=path, evalset="tiny", name="k2", k=2).run
     scores = Row.objects.get(run=run, question__qid="1").scores
     assert scores["rr@2"] == 0.0 and scores["rr"] == pytest.approx(1 / 4)
+
+
+def test_the_api_and_the_upload_form_take_a_topics_file_with_the_qrels(owner_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    qrels = b"301 0 FBIS3-10082 1\n302 0 FBIS3-10169 0\n"
+    for url, name in (("/api/evalsets/import/", "robust-api"), ("/evalsets/", "robust-form")):
+        response = owner_client.post(
+            url,
+            {
+                "file": SimpleUploadedFile("qrels.robust", qrels),
+                "topics": SimpleUploadedFile("topics.txt", SGML.encode()),
+                "name": name,
+                "format": "trec-qrels",
+            },
+        )
+        assert response.status_code in (202, 302), response.content
+        question = Question.objects.get(version__eval_set__name=name, qid="301")
+        assert question.text == "International Organized Crime"
