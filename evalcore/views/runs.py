@@ -25,7 +25,11 @@ register_job_form(IMPORT_RUN, lambda job: reverse("evalcore:runs"))
 @eval_owner_required
 def run_list(request: HttpRequest) -> HttpResponse:
     retry = retried_job(request, IMPORT_RUN)
-    form = RunImportForm(request.POST or None, request.FILES or None, initial=values_of(retry, RunImportForm))
+    form = RunImportForm(
+        request.POST or None,
+        request.FILES or None,
+        initial=values_of(retry, RunImportForm, cutoffs=lambda params: ",".join(map(str, params.get("cutoffs") or []))),
+    )
 
     def start(data: dict) -> Job:
         return request_run_import(
