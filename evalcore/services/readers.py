@@ -288,10 +288,34 @@ def _read_jsonl(path: Path, name: str, problems: ProblemCollector) -> Iterator[R
 
 
 def _read_json_document(path: Path, name: str, problems: ProblemCollector) -> Iterator[Record]:
-    """The records of a JSON array (or of an object wrapping one), by the text rules of every format."""
-    text = "".join(raw for _, raw in text_lines(path, name, problems))
-    if problems:
+    """The records of a JSON array (or of an object wrapping one), by the text rules of every format.
+
+    The document is held whole: pandas writes a whole array on one line, so the line limit cannot
+    bound it; its size is bounded by ``IMPORT_MAX_DECOMPRESSED_BYTES`` instead.
+    """
+    limit = limits()
+    size = path.stat().st_size
+    if size > limit.decompressed_bytes:
+        problems.add(None, None, limit.message(f"the JSON document is {size:,} bytes", "decompressed_bytes"))
         return
+    raw = path.read_bytes()
+    wide = next((bom for bom in _WIDE_BOMS if raw.startswith(bom)), None)
+    if wide is not None:
+        problems.add(None, None, f"is {_WIDE_BOMS[wide]} text (it starts with its byte order mark); save it as UTF-8")
+        return
+    start = 3 if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        text = raw[start:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        at = start + error.start
+        line_start = raw.rfind(b"\n", 0, at) + 1
+        problems.add(
+            raw.count(b"\n", 0, at) + 1,
+            None,
+            f"not UTF-8 text (byte 0x{raw[at]:02x} at byte {at - line_start + 1} of the line); save the file as UTF-8",
+        )
+        return
+    del raw
     for line_no, data in read_json_document(text, problems):
         if not isinstance(data, dict):
             problems.add(

@@ -249,3 +249,19 @@ def test_the_api_refuses_an_export_meant_for_another_command_before_any_job_star
     assert response.status_code == 400
     assert "import it with import_labels --format label-studio" in json.dumps(response.json())
     assert not Job.objects.exists()
+
+
+def test_a_json_array_on_one_line_longer_than_the_line_limit_is_read(tmp_path, settings, questions_file):
+    settings.IMPORT_MAX_LINE_BYTES = 200  # pandas' to_json(orient="records") writes the whole array on one line
+    array = tmp_path / "questions.json"
+    array.write_text(json.dumps(QUESTIONS))
+    assert len(array.read_bytes()) > 200 and "\n" not in array.read_text()
+    assert evalset_import(path=array, name="a").version.question_count == len(QUESTIONS)
+
+
+def test_a_json_array_that_is_not_utf8_is_refused_with_its_line(tmp_path):
+    array = tmp_path / "questions.json"
+    array.write_bytes(b'[\n{"id": "q1", "question": "A?"},\n{"id": "q2", "question": "B\xe9?"}\n]')
+    refused(
+        lambda: evalset_import(path=array, name="a"), file="questions.json", line=3, says="not UTF-8 text (byte 0xe9"
+    )
