@@ -41,8 +41,9 @@ def is_json_document(path: Path) -> bool:
     first, _, rest = text.partition("\n")
     try:
         value = json.loads(first)
-    except json.JSONDecodeError:
-        return True  # an object written over several lines
+    except json.JSONDecodeError as error:
+        # an object that goes on past its first line is a document; a line broken before its end is a bad JSON Line
+        return error.pos >= len(first.rstrip())
     return not rest.strip() and isinstance(value, dict) and wrapper_key(value) is not None
 
 
