@@ -243,14 +243,12 @@ def _argilla(data: dict[str, Any], source: LabelSource, skipped: Counter) -> Ite
         return
     name = source.label_field
     if name is None:
-        if len(responses) > 1 and "rationale" in responses and len(responses) == 2:
-            name = next(q for q in responses if q != "rationale")
-        elif len(responses) == 1:
-            name = next(iter(responses))
-        else:
+        questions = [q for q in responses if q != "rationale"]
+        if len(questions) != 1:
             raise FieldError(
-                "responses", f"answer several questions {sorted(responses)}; name the label's with --label-field"
+                "responses", f"answer several questions {sorted(questions)}; name the label's with --label-field"
             )
+        name = questions[0]
     rationales = {r["user_id"]: r["value"] for r in responses.get("rationale", []) if r.get("status") == "submitted"}
     for response in responses.get(name, []):
         status = str(response.get("status") or "submitted")
@@ -289,7 +287,11 @@ def _argilla_responses(data: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
         question = str(column)[: -len(".responses")]
         values = as_list(data[column], column)
         users = as_list(data.get(f"{column}.users"), f"{column}.users")
-        statuses = as_list(data.get(f"{column}.status"), f"{column}.status") or ["submitted"] * len(values)
+        if values and f"{column}.status" not in data:
+            raise FieldError(
+                f"{column}.status", "is missing: without each response's status drafts would pass as labels"
+            )
+        statuses = as_list(data.get(f"{column}.status"), f"{column}.status")
         if not (len(values) == len(users) == len(statuses)):
             raise FieldError(
                 column,
