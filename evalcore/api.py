@@ -36,6 +36,7 @@ from .services.planning import plan_labels, plan_questions
 from .services.problems import UserFacingError, about_field
 from .services.readers import FORMATS
 from .services.runs import GAINS
+from .services.trec import TIE_ORDERS
 from .services.uploads import discard_upload, save_upload
 
 
@@ -146,6 +147,9 @@ class EvalSetImportApi(EvalOwnerAPIView):
         format = serializers.ChoiceField(choices=FORMATS, required=False)
         extend = StrictBooleanField(required=False, default=False)
         base = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+        topics = serializers.FileField(
+            required=False, help_text="TREC qrels: the topics' text ('qid<TAB>text' lines or an SGML topics file)"
+        )
         description = serializers.CharField(required=False, allow_blank=True, default="")
 
     @extend_schema(
@@ -155,13 +159,20 @@ class EvalSetImportApi(EvalOwnerAPIView):
     )
     def post(self, request: Request) -> Response:
         data = _valid(self.EvalSetImportInput, request.data)
+        path = _save(data["file"], "file")
+        try:
+            topics = _save(data["topics"], "topics") if data.get("topics") else None
+        except serializers.ValidationError:
+            discard_upload(path)
+            raise
         params = EvalSetImportParams(
-            path=_save(data["file"], "file"),
+            path=path,
             name=data["name"],
             format=data.get("format"),
             display_name=data["file"].name,
             mode="extend" if data["extend"] else "replace",
             base_version=data.get("base"),
+            topics_path=topics,
             description=data["description"],
         )
         return _accepted(request_evalset_import, params, request)
@@ -282,7 +293,21 @@ class RunImportApi(EvalOwnerAPIView):
         name = serializers.SlugField(max_length=150)
         format = serializers.ChoiceField(choices=FORMATS, required=False)
         k = serializers.IntegerField(required=False, min_value=1, max_value=10_000)
-        gain = serializers.ChoiceField(choices=GAINS, default="exponential")
+        cutoffs = serializers.ListField(
+            child=serializers.IntegerField(min_value=1, max_value=10_000),
+            required=False,
+            max_length=20,
+            help_text="further cut-offs (recall, precision, nDCG and rr at each)",
+        )
+        gain = serializers.ChoiceField(
+            choices=GAINS, required=False, help_text="default: linear for a TREC run (trec_eval's), else exponential"
+        )
+        ties = serializers.ChoiceField(
+            choices=TIE_ORDERS, default="docno-desc", help_text="TREC runs: order of equal scores"
+        )
+        missing_topics = serializers.ChoiceField(
+            choices=["skip", "fail"], default="skip", help_text="TREC runs: a run topic the eval set lacks"
+        )
         chunks = serializers.FileField(required=False)
         judge_config = JSONObjectField(
             required=False, help_text="JSON object: model, model_version, prompt, temperature, claim_splitting, ..."
@@ -307,7 +332,10 @@ class RunImportApi(EvalOwnerAPIView):
             format=data.get("format"),
             display_name=data["file"].name,
             k=data.get("k"),
-            gain=data["gain"],
+            cutoffs=data.get("cutoffs") or [],
+            gain=data.get("gain"),
+            ties=data["ties"],
+            missing_topics=data["missing_topics"],
             judge_config=data.get("judge_config"),
             system_config=data.get("system_config"),
             chunks_path=chunks,

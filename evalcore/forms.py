@@ -11,21 +11,28 @@ from .models import Run
 from .services.fields import FieldError, parse_json_object
 from .services.names import NAME_RULE
 from .services.readers import FORMATS
+from .services.trec import TIE_ORDERS
 
 #: The naming rule (:mod:`.services.names`) in words a person can act on, for every name typed in a form.
 valid_name = RegexValidator(
     r"^[-a-zA-Z0-9_]+\Z", f"Use only {NAME_RULE}, without spaces (for example support-qa or chunks-256)."
 )
 
-FORMAT_CHOICES = [("", "from the file extension")] + [(f, f) for f in FORMATS]
+FORMAT_CHOICES = [("", "from the file extension and content")] + [(f, f) for f in FORMATS]
 
 
 class EvalSetImportForm(forms.Form):
-    file = forms.FileField(help_text="JSON Lines, CSV, Parquet, a Ragas table or TREC qrels.")
+    file = forms.FileField(
+        help_text="JSON Lines or a JSON array, CSV, Parquet, a Ragas table, DeepEval goldens, Langfuse dataset "
+        "items, LangSmith examples or TREC qrels."
+    )
     name = forms.CharField(max_length=100, validators=[valid_name], help_text="New or existing eval set name.")
     format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
     extend = forms.BooleanField(
         required=False, help_text="Add these questions to the latest version instead of replacing them."
+    )
+    topics = forms.FileField(
+        required=False, help_text="TREC qrels: the topics' text ('qid<TAB>text' lines or an SGML topics file)."
     )
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
@@ -41,7 +48,9 @@ def json_object_field(text: str, what: str) -> dict | None:
 
 
 class RunImportForm(forms.Form):
-    file = forms.FileField(help_text="JSON Lines, CSV, Parquet, a Ragas table or a TREC run.")
+    file = forms.FileField(
+        help_text="JSON Lines or a JSON array, CSV, Parquet, a Ragas table, DeepEval results or a TREC run."
+    )
     evalset = forms.CharField(
         max_length=120,
         label="Eval set",
@@ -55,7 +64,31 @@ class RunImportForm(forms.Form):
         label="k",
         help_text="Chunks that reach the model; default: the most context_ids in a row.",
     )
-    gain = forms.ChoiceField(choices=[("exponential", "2^g − 1"), ("linear", "g")], initial="exponential")
+    cutoffs = forms.CharField(
+        required=False,
+        label="Cut-offs",
+        help_text="Further cut-offs, e.g. 5,10,100: recall, precision, nDCG and rr at each.",
+    )
+    gain = forms.ChoiceField(
+        choices=[
+            ("", "default (g for a TREC run, as trec_eval; else 2^g − 1)"),
+            ("exponential", "2^g − 1"),
+            ("linear", "g"),
+        ],
+        required=False,
+    )
+    ties = forms.ChoiceField(
+        choices=[(t, t) for t in TIE_ORDERS],
+        initial="docno-desc",
+        required=False,
+        help_text="TREC runs: order of equal scores.",
+    )
+    missing_topics = forms.ChoiceField(
+        choices=[("skip", "skip and count (trec_eval)"), ("fail", "refuse the file")],
+        initial="skip",
+        required=False,
+        help_text="TREC runs: run topics the eval set lacks.",
+    )
     chunks = forms.FileField(required=False, help_text="Chunk map (id, doc, start, end), when gold is given as spans.")
     judge_config = forms.CharField(
         required=False,
@@ -73,6 +106,16 @@ class RunImportForm(forms.Form):
 
     def clean_system_config(self) -> dict | None:
         return json_object_field(self.cleaned_data["system_config"], "system config")
+
+    def clean_cutoffs(self) -> list[int]:
+        text = self.cleaned_data["cutoffs"].replace(" ", "")
+        try:
+            values = [int(part) for part in text.split(",") if part]
+        except ValueError:
+            raise forms.ValidationError("cut-offs are positive integers separated by commas, e.g. 5,10,100") from None
+        if any(v < 1 for v in values):
+            raise forms.ValidationError("cut-offs are positive integers separated by commas, e.g. 5,10,100")
+        return values
 
 
 class CompareForm(forms.Form):

@@ -24,6 +24,7 @@ from .services.names import check_name
 from .services.problems import ImportFailed, ImportProblem, UserFacingError, about_field
 from .services.readers import detect_format
 from .services.runs import GAINS, run_import
+from .services.trec import TIE_ORDERS
 from .services.uploads import discarding_uploads
 
 IMPORT_EVALSET = "import_evalset"
@@ -37,11 +38,12 @@ def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
 
-def _check_file(path: str, display: str | None, fmt: str | None) -> None:
+def _check_file(path: str, display: str | None, fmt: str | None, *, door: str) -> None:
+    """Refuse at once a missing file, or one whose format (named, or told from its name and content) this door does not take."""
     file = Path(path)
     if not file.is_file():
         raise ImportFailed([ImportProblem(display or file.name, None, None, "no such file")])
-    about_field("format" if fmt else "file", lambda: detect_format(file, fmt))
+    about_field("format" if fmt else "file", lambda: detect_format(file, fmt, door=door, display=display))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -65,7 +67,7 @@ class EvalSetImportParams:
 def request_evalset_import(*, params: EvalSetImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept an eval set import as a job, or refuse it at once (bad name, format or mode, no version to extend)."""
     about_field("name", lambda: check_name(params.name, what="eval set"))
-    _check_file(params.path, params.display_name, params.format)
+    _check_file(params.path, params.display_name, params.format, door="questions")
     if params.mode not in ("replace", "extend"):
         raise UserFacingError(f"mode must be 'replace' or 'extend', got {params.mode!r}", field="extend")
     if params.topics_path and not Path(params.topics_path).is_file():
@@ -120,7 +122,10 @@ class RunImportParams:
     format: str | None = None
     display_name: str | None = None
     k: int | None = None
-    gain: str = "exponential"
+    gain: str | None = None  # None: linear for a TREC run (trec_eval's), exponential otherwise
+    cutoffs: list[int] = field(default_factory=list)
+    ties: str = "docno-desc"
+    missing_topics: str = "skip"
     judge_config: dict[str, Any] | None = None
     system_config: dict[str, Any] | None = None
     chunks_path: str | None = None
@@ -131,14 +136,22 @@ class RunImportParams:
 def request_run_import(*, params: RunImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept a run import as a job, or refuse it at once (bad name, unknown eval set, bad judge config...)."""
     about_field("name", lambda: check_name(params.name, what="run"))
-    _check_file(params.path, params.display_name, params.format)
+    _check_file(params.path, params.display_name, params.format, door="run")
     if params.chunks_path and not Path(params.chunks_path).is_file():
         raise UserFacingError(f"{params.chunks_path}: no such file (chunk map)", field="chunks")
-    if params.gain not in GAINS:
+    if params.gain is not None and params.gain not in GAINS:
         raise UserFacingError(f"gain must be 'exponential' or 'linear', got {params.gain!r}", field="gain")
     if params.k is not None and (isinstance(params.k, bool) or not isinstance(params.k, int) or params.k < 1):
         raise UserFacingError(
             f"k must be a positive integer (chunks that reach the model), got {params.k!r}", field="k"
+        )
+    if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in params.cutoffs):
+        raise UserFacingError(f"cut-offs must be positive integers, got {params.cutoffs!r}", field="cutoffs")
+    if params.ties not in TIE_ORDERS:
+        raise UserFacingError(f"ties must be one of {', '.join(TIE_ORDERS)}, got {params.ties!r}", field="ties")
+    if params.missing_topics not in ("skip", "fail"):
+        raise UserFacingError(
+            f"missing_topics must be 'skip' or 'fail', got {params.missing_topics!r}", field="missing_topics"
         )
     about_field("evalset", lambda: version_by_ref(params.evalset))
     if params.judge_config is not None:
@@ -164,7 +177,10 @@ def _import_run(params: RunImportParams, job: Job, progress: Progress) -> dict[s
         fmt=params.format or None,
         display_name=params.display_name,
         k=params.k,
+        cutoffs=list(params.cutoffs),
         gain=params.gain,
+        ties=params.ties,
+        missing_topics=params.missing_topics,
         judge_config=params.judge_config,
         system_config=params.system_config,
         chunks_path=_path(params.chunks_path),

@@ -24,16 +24,29 @@ from .fields import (
     as_number,
     as_str_list,
     as_text,
-    checked_text,
     extra_fields,
+    is_blank,
 )
 from .importing import Progress, about_file, create_once, in_batches, no_progress, validated
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
-from .readers import count_records, detect_format, read_import, text_lines
+from .readers import count_records, detect_format
+from .run_rows import ragas_run_columns
+from .tool_formats import TOOLS, text_id, tool_question
+from .trec import read_import, read_topics
 
 QUESTION_FIELDS = {"id", "question", "type", "tags", "answerable", "reference_answer", "gold"}
-RAGAS_QUESTION_FIELDS = {"user_input", "reference", "retrieved_contexts", "response", "reference_contexts"}
+RAGAS_QUESTION_FIELDS = {
+    "user_input",
+    "reference",
+    "retrieved_contexts",
+    "response",
+    "reference_contexts",
+    "reference_context_ids",
+    "retrieved_context_ids",
+    "multi_responses",
+    "rubrics",
+}
 WRITE_BATCH = 2000
 
 
@@ -87,16 +100,18 @@ def normalize_gold(raw: Any, field: str = "gold") -> list[dict[str, Any]]:
 
 def normalize_question(data: dict[str, Any], *, fmt: str, topics: dict[str, str] | None = None) -> dict[str, Any]:
     """Return a validated question dict ready to store; raises :class:`FieldError`."""
+    if fmt in TOOLS and fmt != "ragas":
+        data = tool_question(data, fmt)
     if fmt == "ragas" or ("user_input" in data and "question" not in data):
         text = as_text(data.get("user_input"), "user_input", required=True)
-        qid = (
-            as_id(data["id"], "id")
-            if data.get("id") not in (None, "")
-            else "q-" + hashlib.sha1(text.encode()).hexdigest()[:12]
-        )
-        known = RAGAS_QUESTION_FIELDS | QUESTION_FIELDS
+        qid = as_id(data["id"], "id") if not is_blank(data.get("id")) else text_id(text)
+        # a Ragas table is also a run: its scores, answers and contexts are not the question's
+        known = RAGAS_QUESTION_FIELDS | QUESTION_FIELDS | ragas_run_columns(data)
         reference = as_text(data.get("reference"), "reference")
-        gold = normalize_gold(data.get("gold"))
+        gold = normalize_gold(
+            data.get("gold") if not is_blank(data.get("gold")) else data.get("reference_context_ids"),
+            "gold" if not is_blank(data.get("gold")) else "reference_context_ids",
+        )
     else:
         qid = as_id(data.get("id"), "id")
         if fmt == "trec-qrels":
@@ -163,27 +178,6 @@ def question_as_dict(question: Question) -> dict[str, Any]:
     }
 
 
-def _read_topics(path: Path | None) -> dict[str, str]:
-    """TREC topics as ``qid<TAB>question text`` lines; every malformed line is reported."""
-    if path is None:
-        return {}
-    topics = {}
-    problems = ProblemCollector(path.name)
-    for line_no, raw in text_lines(path, path.name, problems):
-        if not raw.strip():
-            continue
-        if "\t" not in raw:
-            problems.add(line_no, None, "a topics line is 'qid<TAB>question text'")
-            continue
-        qid, text = raw.rstrip("\r\n").split("\t", 1)
-        try:
-            topics[checked_text(qid.strip(), "qid")] = checked_text(text.strip(), "question")
-        except FieldError as error:
-            problems.add(line_no, error.field, error.message)
-    problems.raise_if_any()
-    return topics
-
-
 def _validated(
     path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -217,11 +211,11 @@ def evalset_import(
     ``base_version`` is given); a question id that exists in the base must not change.
     """
     display = display_name or path.name
-    fmt = detect_format(path, fmt)
+    fmt = detect_format(path, fmt, door="questions", display=display)
     about_file(display, lambda: check_name(name, what="eval set"))
     if mode not in ("replace", "extend"):
         raise ImportFailed([ImportProblem(display, None, None, f"mode must be 'replace' or 'extend', got {mode!r}")])
-    topics = _read_topics(topics_path)
+    topics = read_topics(topics_path)
     eval_set = EvalSet.objects.filter(name=name).first()
     parent = _resolve_parent(eval_set, base_version, display)
     if mode == "extend" and parent is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -123,12 +124,109 @@ def as_int(value: Any, field: str) -> int:
 
 
 def decoded(value: Any, field: str) -> Any:
-    """Return a JSON-looking CSV cell decoded; other values unchanged."""
+    """Return a JSON-looking CSV cell decoded (a list cell also as Python or numpy writes it); other values unchanged."""
     if isinstance(value, str):
         text = value.strip()
-        if text[:1] in ("[", "{"):
+        if text[:1] == "[":
+            return parse_list_cell(text, field)
+        if text[:1] == "{":
             return parse_json(text, field)
     return value
+
+
+def parse_list_cell(text: str, field: str) -> Any:
+    """Read a list cell written as JSON, as a Python list (pandas' ``to_csv`` of a list column) or
+    as a numpy array (a Parquet table saved again as CSV: ``['a' 'b']``, no commas).
+
+    Each is read only when it cannot mean anything else: numpy's ``['a' 'b']`` is also a valid
+    Python literal meaning ``['ab']``, so a cell whose items are not separated by commas is read as
+    numpy writes it; a numpy array shortened with ``...`` does not hold the whole list and is
+    refused, as is anything that is none of the three.
+    """
+    try:
+        return parse_json(text, field)
+    except FieldError as error:
+        json_error = error
+    if "\x00" in text:
+        raise json_error
+    items = _quoted_items(text)
+    if items is None:
+        items = _literal_items(text)
+    if items is None:
+        raise FieldError(
+            field, f"{json_error.message} and is not a Python or numpy list either; write the list as JSON"
+        ) from None
+    if items == "shortened":
+        raise FieldError(
+            field,
+            "holds a list numpy shortened with '...' (it does not hold the whole list); save the table as "
+            "Parquet or JSON, or with numpy's threshold raised",
+        )
+    return items
+
+
+_QUOTED = r"'(?:[^'\\\n]|\\.)*'" + "|" + r'"(?:[^"\\\n]|\\.)*"'
+_NUMPY_STRINGS = re.compile(rf"\[\s*(?:{_QUOTED})(?:\s+(?:{_QUOTED}))*\s*\]")
+_PYTHON_STRINGS = re.compile(rf"\[\s*(?:{_QUOTED})(?:\s*,\s*(?:{_QUOTED}))*\s*,?\s*\]")
+
+
+def _quoted_items(text: str) -> list[Any] | None:
+    """The fast path of :func:`_literal_items` for the common cells: quoted strings only, all with commas or none."""
+    import ast
+
+    if _NUMPY_STRINGS.fullmatch(text) or _PYTHON_STRINGS.fullmatch(text):
+        return [item[1:-1] if "\\" not in item else ast.literal_eval(item) for item in re.findall(_QUOTED, text)]
+    return None
+
+
+def _literal_items(text: str) -> list[Any] | str | None:
+    """The items of ``[x, y]`` or ``[x y]`` whose items are quoted strings or numbers; None when it is neither."""
+    import ast
+    import io
+    import tokenize
+
+    try:
+        tokens = [
+            t
+            for t in tokenize.generate_tokens(io.StringIO(text).readline)
+            if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT)
+        ]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    if len(tokens) < 2 or tokens[0].string != "[" or tokens[-1].string != "]":
+        return None
+    inner = tokens[1:-1]
+    if any(t.string == "..." for t in inner):
+        return "shortened"
+    commas = [t for t in inner if t.string == ","]
+    values: list[Any] = []
+    sign = ""
+    expect_value = True
+    for token in inner:
+        if token.string == ",":
+            if expect_value or not commas:
+                return None
+            expect_value = True
+            continue
+        if token.string == "-" and not sign:
+            sign = "-"
+            continue
+        if token.type not in (tokenize.STRING, tokenize.NUMBER) or (sign and token.type != tokenize.NUMBER):
+            return None
+        if commas and not expect_value:
+            return None  # two items with no comma between them in a list that uses commas
+        try:
+            value = ast.literal_eval(sign + token.string)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+        if isinstance(value, bytes):
+            return None
+        values.append(value)
+        sign = ""
+        expect_value = False
+    if sign:
+        return None
+    return values
 
 
 def parse_json(text: str | bytes, field: str | None = None, *, finite: bool = False) -> Any:

@@ -1,7 +1,9 @@
 """Streaming readers for the import formats: one record (a dict) at a time, with its line number.
 
-JSON Lines, CSV and Parquet stream in batches, so memory does not grow with the file. TREC qrels
-and run files are grouped by topic, which needs the whole file; they are usually small.
+JSON Lines, CSV and Parquet stream in batches, so memory does not grow with the file; a JSON array
+(or an object wrapping one) is read wherever JSON Lines is (see :mod:`.json_documents`). TREC
+files are read in :mod:`.trec`. The format comes from the name given, the extension and the
+content (:func:`detect_format`).
 """
 
 from __future__ import annotations
@@ -9,19 +11,24 @@ from __future__ import annotations
 import codecs
 import csv
 import json
-import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .fields import FieldError, check_depth, checked_text, parse_json_object
+from .fields import FieldError, check_depth, parse_json_object
+from .json_documents import first_record, is_json_document, read_json_document
 from .limits import limits
 from .problems import ImportFailed, ImportProblem, ProblemCollector
+from .tool_formats import DOOR_COMMANDS, TOOLS, identify
 
-FORMATS = ("jsonl", "csv", "parquet", "ragas", "trec-qrels", "trec-run")
+#: Containers: what the file is made of. A tool's export is read from its container, then adapted.
+CONTAINERS = ("jsonl", "json", "csv", "parquet")
+TREC_FORMATS = ("trec-qrels", "trec-run")
+FORMATS = (*CONTAINERS, *TOOLS, *TREC_FORMATS)
 BATCH = 2000
+_RUN_SUFFIXES = (".res", ".run", ".trec")
 
 
 @dataclass(frozen=True)
@@ -30,14 +37,51 @@ class Record:
     data: dict[str, Any]
 
 
-def detect_format(path: Path, declared: str | None = None) -> str:
-    """Return the format named, or the one the file's extension implies."""
-    if declared:
-        if declared not in FORMATS:
-            raise ImportFailed(
-                [ImportProblem(path.name, None, None, f"unknown format {declared!r}; use one of {', '.join(FORMATS)}")]
-            )
+def detect_format(
+    path: Path, declared: str | None = None, *, door: str | None = None, display: str | None = None
+) -> str:
+    """Return the format of a file: the one named, else what its extension and content say.
+
+    With ``door`` (``questions``, ``run`` or ``labels``: what the import takes), the file's field
+    names are checked too: a tool's export is read as that tool's format when none was named, and
+    refused with the format (or command) to use when it was read as another, never imported wrong.
+    """
+    name = display or path.name
+    if declared and declared not in FORMATS:
+        raise _refused(name, f"unknown format {declared!r}; use one of {', '.join(FORMATS)}")
+    if declared == "json":
+        declared = "jsonl"
+    if declared in TREC_FORMATS:
         return declared
+    base = _format_from_name(path) or _format_from_text(path)
+    if base is None:
+        raise _refused(
+            name,
+            f"cannot tell the format from the extension {path.suffix.lower()!r} or the content; "
+            f"name it with --format ({', '.join(FORMATS)})",
+        )
+    if base in TREC_FORMATS or door is None:
+        return declared or base
+    tool = identify(first_keys(path))
+    if tool is None or declared == tool:
+        return declared or base
+    info = TOOLS[tool]
+    if door not in info.doors:
+        command = DOOR_COMMANDS[info.doors[0]]
+        raise _refused(
+            name,
+            f"this looks like a {info.name} export, which holds {info.holds}; import it with {command} --format {tool}",
+        )
+    if declared:
+        raise _refused(name, f"this looks like a {info.name} export, not {declared}; use --format {tool}")
+    return tool
+
+
+def _refused(name: str, message: str) -> ImportFailed:
+    return ImportFailed([ImportProblem(name, None, None, message)])
+
+
+def _format_from_name(path: Path) -> str | None:
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson", ".json"):
         return "jsonl"
@@ -45,18 +89,60 @@ def detect_format(path: Path, declared: str | None = None) -> str:
         return "csv"
     if suffix in (".parquet", ".pq"):
         return "parquet"
-    if suffix in (".qrels",) or path.name.startswith("qrels"):
+    if suffix == ".qrels" or path.name.startswith("qrels"):
         return "trec-qrels"
-    raise ImportFailed(
-        [
-            ImportProblem(
-                path.name,
-                None,
-                None,
-                f"cannot tell the format from the extension {suffix!r}; name it with --format ({', '.join(FORMATS)})",
-            )
-        ]
-    )
+    if suffix in _RUN_SUFFIXES:
+        return "trec-run"
+    return None
+
+
+def _format_from_text(path: Path) -> str | None:
+    """JSON, a TREC run (``qid Q0 docno rank score runid``) or qrels (``qid 0 docno grade``) from the first line."""
+    try:
+        with path.open("rb") as handle:
+            first = next((line for line in iter(lambda: handle.readline(1 << 16), b"") if line.strip()), b"")
+    except OSError:
+        return None
+    text = first.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+    if text[:1] in ("{", "["):
+        return "jsonl"
+    parts = text.split()
+    try:
+        if len(parts) == 6:
+            int(parts[3]), float(parts[4])
+            return "trec-run"
+        if len(parts) == 4:
+            int(parts[3])
+            return "trec-qrels"
+    except ValueError:
+        return None
+    return None
+
+
+def first_keys(path: Path) -> list[str]:
+    """The field names of a file's first record (a CSV header, Parquet columns, the first JSON object)."""
+    container = container_of(path)
+    quiet = ProblemCollector(path.name)
+    try:
+        if container == "parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        if container == "csv":
+            for _, raw in text_lines(path, path.name, quiet):
+                if raw.strip():
+                    return [cell.strip() for cell in next(csv.reader([raw], delimiter=_separator(path)))]
+            return []
+        if is_json_document(path):
+            with path.open("rb") as handle:
+                head = handle.read(1 << 20).decode("utf-8", errors="ignore").lstrip("\ufeff")
+            early = first_record(head)
+            if early is not None:
+                return list(early)
+        first = next(_read_jsonl(path, path.name, quiet), None)
+        return list(first.data) if first else []
+    except (OSError, ValueError, csv.Error, StopIteration):
+        return []  # the reader reports what is wrong with the file, with its line
 
 
 def container_of(path: Path) -> str:
@@ -68,9 +154,13 @@ def container_of(path: Path) -> str:
     return "jsonl"
 
 
+def _separator(path: Path) -> str:
+    return "\t" if path.suffix.lower() == ".tsv" else ","
+
+
 def count_records(path: Path, fmt: str) -> int | None:
     """Return how many records the file holds (for progress), cheaply, or None if unknown."""
-    container = container_of(path) if fmt == "ragas" else fmt
+    container = container_of(path) if fmt in TOOLS else ("jsonl" if fmt == "json" else fmt)
     try:
         if container == "parquet":
             import pyarrow.parquet as pq
@@ -95,7 +185,7 @@ def read_records(path: Path, fmt: str, display_name: str, *, problems: ProblemCo
     reports every problem it has, up to the cap; what makes the rest of the file unreadable (a
     corrupt Parquet page, more records than ``IMPORT_MAX_ROWS``) ends the reading with a problem.
     """
-    container = container_of(path) if fmt == "ragas" else fmt
+    container = container_of(path) if fmt in TOOLS else ("jsonl" if fmt == "json" else fmt)
     if container == "jsonl":
         records = _read_jsonl(path, display_name, problems)
     elif container == "csv":
@@ -173,6 +263,9 @@ _WIDE_BOMS = {
 
 
 def _read_jsonl(path: Path, name: str, problems: ProblemCollector) -> Iterator[Record]:
+    if is_json_document(path):
+        yield from _read_json_document(path, name, problems)
+        return
     for line_no, raw in text_lines(path, name, problems):
         text = raw.strip()
         if not text:
@@ -194,6 +287,44 @@ def _read_jsonl(path: Path, name: str, problems: ProblemCollector) -> Iterator[R
         yield Record(line_no, data)
 
 
+def _read_json_document(path: Path, name: str, problems: ProblemCollector) -> Iterator[Record]:
+    """The records of a JSON array (or of an object wrapping one), by the text rules of every format.
+
+    The document is held whole: pandas writes a whole array on one line, so the line limit cannot
+    bound it; its size is bounded by ``IMPORT_MAX_DECOMPRESSED_BYTES`` instead.
+    """
+    limit = limits()
+    size = path.stat().st_size
+    if size > limit.decompressed_bytes:
+        problems.add(None, None, limit.message(f"the JSON document is {size:,} bytes", "decompressed_bytes"))
+        return
+    raw = path.read_bytes()
+    wide = next((bom for bom in _WIDE_BOMS if raw.startswith(bom)), None)
+    if wide is not None:
+        problems.add(None, None, f"is {_WIDE_BOMS[wide]} text (it starts with its byte order mark); save it as UTF-8")
+        return
+    start = 3 if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        text = raw[start:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        at = start + error.start
+        line_start = raw.rfind(b"\n", 0, at) + 1
+        problems.add(
+            raw.count(b"\n", 0, at) + 1,
+            None,
+            f"not UTF-8 text (byte 0x{raw[at]:02x} at byte {at - line_start + 1} of the line); save the file as UTF-8",
+        )
+        return
+    del raw
+    for line_no, data in read_json_document(text, problems):
+        if not isinstance(data, dict):
+            problems.add(
+                line_no, None, f"each record of the array must be a JSON object {{...}}, got {type(data).__name__}"
+            )
+            continue
+        yield Record(line_no, data)
+
+
 #: A CSV cell that a spreadsheet would run as a formula is written with a leading apostrophe
 #: (OWASP's rule, see :mod:`.spreadsheets`); reading it back drops the apostrophe.
 _ESCAPED_CELL = re.compile(r"^'(?=[=+\-@\t\r])")
@@ -201,7 +332,7 @@ _ESCAPED_CELL = re.compile(r"^'(?=[=+\-@\t\r])")
 
 def _read_csv(path: Path, name: str, problems: ProblemCollector) -> Iterator[Record]:
     lines = _NumberedLines(text_lines(path, name, problems))
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    sep = _separator(path)
     csv.field_size_limit(max(csv.field_size_limit(), limits().line_bytes))
     reader = csv.reader(lines, delimiter=sep, strict=True)
     header: list[str] | None = None
@@ -231,9 +362,11 @@ def _read_csv(path: Path, name: str, problems: ProblemCollector) -> Iterator[Rec
             problems.add(line, None, f"the line has {len(values)} cells but the header names {len(header)} columns")
             continue
         data = {}
-        for column, value in zip(header, values):
+        for position, (column, value) in enumerate(zip(header, values)):
             if column:
                 data[column] = _ESCAPED_CELL.sub("", value)
+            elif position == 0 and len(header) > 1:
+                continue  # pandas' to_csv writes its index first, under no name: row numbers, not data
             elif value.strip():
                 problems.add(line, None, "a cell stands under a column with no name in the header; name the column")
         yield Record(line, data)
@@ -314,140 +447,6 @@ def _parquet_within_limits(metadata: Any, problems: ProblemCollector) -> bool:
 def _reason(error: Exception, path: Path, name: str) -> str:
     """An Arrow error's message, with the server's path of the file replaced by the file's name."""
     return str(error).replace(str(path), name).strip() or type(error).__name__
-
-
-@dataclass
-class _TrecTopic:
-    line: int  # where the topic first appears
-    columns: list[str]  # the columns of that first line
-    docs: dict[str, Any]  # docno -> the line's value (a grade or a score), in file order
-
-
-def _read_trec_topics(
-    path: Path,
-    name: str,
-    problems: ProblemCollector,
-    *,
-    kind: str,
-    layout: str,
-    value: str,
-    parse: Callable[[str], Any],
-    must_be: str,
-    repeated: str,
-) -> dict[str, _TrecTopic]:
-    """Read a whitespace-separated TREC file whose lines hold the columns of ``layout``, grouped by topic (the first column).
-
-    ``value`` names the column read with ``parse`` (a ValueError says it ``must be`` so); the
-    document is the third column, and a document ``repeated`` twice for a topic is refused. Every
-    malformed line is added to ``problems`` with its number.
-    """
-    columns = layout.split()
-    at = columns.index(value)
-    topics: dict[str, _TrecTopic] = {}
-    for line_no, raw in text_lines(path, name, problems):
-        if problems.full:
-            problems.truncated = True
-            break
-        parts = raw.split()
-        if not parts:
-            continue
-        if len(parts) != len(columns):
-            problems.add(line_no, None, f"a {kind} line has {len(columns)} columns ({layout}), got {len(parts)}")
-            continue
-        qid, doc, text = parts[0], parts[2], parts[at]
-        try:
-            parsed = parse(text)
-        except ValueError:
-            problems.add(line_no, value, f"{value} must be {must_be}, got {text[:40]!r}")
-            continue
-        try:
-            checked_text(qid, "qid")
-            checked_text(doc, "docno")
-        except FieldError as error:
-            problems.add(line_no, error.field, error.message)
-            continue
-        topic = topics.setdefault(qid, _TrecTopic(line_no, parts, {}))
-        if doc in topic.docs:
-            problems.add(line_no, "docno", f"document {doc!r} is {repeated} twice for topic {qid}")
-            continue
-        topic.docs[doc] = parsed
-        if len(topics) > limits().rows:
-            problems.add(line_no, None, limits().message(f"the file holds more than {limits().rows:,} topics", "rows"))
-            break
-    return topics
-
-
-def _finite(text: str) -> float:
-    """A TREC score: a finite number (ValueError otherwise)."""
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(text)
-    return number
-
-
-def read_trec_qrels(path: Path, name: str, problems: ProblemCollector) -> Iterator[Record]:
-    """Yield one record per topic: ``{"id", "gold": [{"doc", "grade"}]}`` (format: ``qid 0 docno grade``)."""
-    topics = _read_trec_topics(
-        path,
-        name,
-        problems,
-        kind="qrels",
-        layout="qid iteration docno grade",
-        value="grade",
-        parse=int,
-        must_be="an integer",
-        repeated="judged",
-    )
-    for qid, topic in topics.items():
-        yield Record(topic.line, {"id": qid, "gold": [{"doc": d, "grade": g} for d, g in topic.docs.items()]})
-
-
-def read_trec_run(path: Path, name: str, problems: ProblemCollector) -> Iterator[Record]:
-    """Yield one row per topic, its documents ranked as trec_eval ranks them.
-
-    TREC run lines are ``qid Q0 docno rank score runid``. trec_eval ignores the rank column and
-    sorts by score, descending, breaking ties by docno, descending; we do the same so our
-    numbers match the field's reference tool. A topic's run id is the one on its first line.
-    """
-    topics = _read_trec_topics(
-        path,
-        name,
-        problems,
-        kind="run",
-        layout="qid Q0 docno rank score runid",
-        value="score",
-        parse=_finite,
-        must_be="a number (finite)",
-        repeated="retrieved",
-    )
-    for qid, topic in topics.items():
-        ranked = sorted(topic.docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
-        yield Record(topic.line, {"id": qid, "retrieved": [d for d, _ in ranked], "trec_run_id": topic.columns[5]})
-
-
-#: The TREC formats: their reader, what the file is called, what it holds and the command that imports it.
-_TREC: dict[str, tuple[Callable[[Path, str, ProblemCollector], Iterator[Record]], str, str, str]] = {
-    "trec-qrels": (read_trec_qrels, "qrels", "gold judgments", "import_evalset"),
-    "trec-run": (read_trec_run, "TREC run", "a run's rows", "import_run"),
-}
-
-
-def read_import(
-    path: Path, fmt: str, name: str, *, trec: str, holding: str, problems: ProblemCollector
-) -> Iterator[Record]:
-    """Return the records of a file imported as ``holding`` (questions, a run's rows).
-
-    The TREC format ``trec`` is read by topic; the other TREC format is refused at once, with the
-    command that imports it; every other format streams through :func:`read_records`.
-    """
-    if fmt == trec:
-        return _TREC[fmt][0](path, name, problems)
-    if fmt in _TREC:
-        _, called, holds, command = _TREC[fmt]
-        raise ImportFailed(
-            [ImportProblem(name, None, None, f"a {called} file holds {holds}, not {holding}; import it with {command}")]
-        )
-    return read_records(path, fmt, name, problems=problems)
 
 
 def read_json_object_file(path: Path, what: str) -> dict[str, Any]:

@@ -7,8 +7,6 @@ by id or, failing that, by their text.
 
 from __future__ import annotations
 
-import ast
-import json
 from typing import Any
 
 from .fields import (
@@ -24,6 +22,7 @@ from .fields import (
     is_blank,
 )
 from .limits import limits
+from .tool_formats import deepeval_row
 
 ROW_FIELDS = {"id", "retrieved", "context_ids", "context", "answer", "declined", "claims", "scores"}
 RAGAS_FIELDS = {
@@ -34,6 +33,9 @@ RAGAS_FIELDS = {
     "reference",
     "reference_contexts",
     "retrieved_context_ids",
+    "reference_context_ids",
+    "multi_responses",
+    "rubrics",
 }
 
 
@@ -73,36 +75,56 @@ def _scores(raw: Any, field: str = "scores") -> dict[str, float | None]:
     return out
 
 
+def ragas_run_columns(data: dict[str, Any]) -> set[str]:
+    """A Ragas table's columns that belong to the run, not the question: its metric scores (numbers)
+    and the index pandas writes without a name (``Unnamed: 0``), which is no metric at all."""
+    return {str(name) for name in data if _is_index_column(name) or _is_score(name, data[name])}
+
+
+def _is_index_column(name: Any) -> bool:
+    return str(name).startswith("Unnamed: ") or str(name) in ("index", "__index_level_0__")
+
+
+def _is_score(name: Any, value: Any) -> bool:
+    if name in RAGAS_FIELDS or _is_index_column(name):
+        return False
+    if isinstance(value, bool):
+        return False
+    if is_blank(value):
+        return True  # NaN (an empty cell in CSV): a metric Ragas could not compute for this row
+    return isinstance(value, (int, float)) or (isinstance(value, str) and _looks_numeric(value))
+
+
+def _question_id(data: dict[str, Any], text_field: str, text: Any, text_index: dict[str, str] | None) -> str:
+    """The row's question: its id when it has one, else the question whose text it repeats."""
+    if not is_blank(data.get("id")):
+        return as_id(data.get("id"), "id")
+    text = as_text(text, text_field, required=True).strip()
+    if text_index is None or text not in text_index:
+        raise FieldError(text_field, "matches no question's text in this eval set version; add an id column")
+    qid = text_index[text]
+    if qid == "":
+        raise FieldError(text_field, "matches several questions' text; add an id column to say which")
+    return qid
+
+
 def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] | None = None) -> dict[str, Any]:
     """Return a validated row (question id, retrieval, context, answer, claims, imported scores)."""
     ragas = fmt == "ragas" or ("user_input" in data and "response" in data and "id" not in data)
     if ragas:
-        if not is_blank(data.get("id")):
-            qid = as_id(data.get("id"), "id")
-        else:
-            text = as_text(data.get("user_input"), "user_input", required=True).strip()
-            if text_index is None or text not in text_index:
-                raise FieldError("user_input", "matches no question's text in this eval set version; add an id column")
-            qid = text_index[text]
-            if qid == "":
-                raise FieldError("user_input", "matches several questions' text; add an id column to say which")
+        qid = _question_id(data, "user_input", data.get("user_input"), text_index)
         contexts = [
-            as_text(c, "retrieved_contexts")
-            for c in as_list(_python_list(data.get("retrieved_contexts")), "retrieved_contexts")
+            as_text(c, f"retrieved_contexts[{i}]")
+            for i, c in enumerate(as_list(data.get("retrieved_contexts"), "retrieved_contexts"))
         ]
-        retrieved = as_str_list(_python_list(data.get("retrieved_context_ids")), "retrieved_context_ids")
-        scores = {}
-        for name, value in data.items():
-            if name in RAGAS_FIELDS:
-                continue
-            if (
-                isinstance(value, (int, float))
-                and not isinstance(value, bool)
-                or (isinstance(value, str) and _looks_numeric(value))
-            ):
-                scores[str(name)] = as_number(
-                    value, str(name), nan_is_null=True
-                )  # Ragas writes NaN for a metric it could not compute
+        retrieved = as_str_list(data.get("retrieved_context_ids"), "retrieved_context_ids")
+        scores = {
+            str(name): as_number(
+                data[name], str(name), nan_is_null=True
+            )  # Ragas writes NaN for a metric it could not compute
+            for name in data
+            if _is_score(name, data[name])
+        }
         return {
             "qid": qid,
             "retrieved": retrieved,
@@ -115,6 +137,16 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
             "scores": scores,
             "metadata": {"format": "ragas"},
         }
+    if "_langfuse_error" in data:
+        field = data["_langfuse_error"]
+        raise FieldError(
+            field, "is missing: a Langfuse score names its question in metadata.question_id, and has a name"
+        )
+    if fmt == "deepeval":
+        data = deepeval_row(data)
+        if is_blank(data.get("id")):
+            data["id"] = _question_id(data, "input", data["_text"], text_index)
+        data.pop("_text")
     qid = as_id(data.get("id"), "id")
     retrieved = as_str_list(data.get("retrieved"), "retrieved")
     context_ids = (
@@ -147,25 +179,6 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
         "scores": scores,
         "metadata": metadata,
     }
-
-
-def _python_list(value: Any) -> Any:
-    """Read a list cell that pandas wrote as a Python literal (``['a', 'b']``), as a saved Ragas table has.
-
-    JSON cells and anything that is not a Python list literal are returned unchanged (and
-    checked as usual, so malformed cells are still reported with their line and column).
-    """
-    if isinstance(value, str) and value.strip().startswith("["):
-        try:
-            json.loads(value)
-        except json.JSONDecodeError:
-            try:
-                parsed = ast.literal_eval(value.strip())
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                return value
-            if isinstance(parsed, list):
-                return parsed
-    return value
 
 
 def _looks_numeric(value: str) -> bool:

@@ -26,10 +26,12 @@ from .importing import Progress, about_file, create_once, in_batches, no_progres
 from .judge_configs import judge_config_get_or_create, normalize_judge_config
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
-from .readers import count_records, detect_format, read_import, read_records
+from .readers import Record, count_records, detect_format, read_records
 from .run_rows import normalize_row
 from .scoring import QuestionInfo, score_rows
 from .summaries import order_metrics, slice_name, summarize_scores
+from .tool_formats import langfuse_score_rows
+from .trec import TIE_ORDERS, read_import
 
 BATCH = 2000
 GAINS = ("exponential", "linear")
@@ -125,6 +127,15 @@ def _row_checker(
     return check
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrecOptions:
+    """How a TREC run is read: the tie order (see :data:`.trec.TIE_ORDERS`) and whether run topics that are
+    not in the eval set (the qrels) are skipped and counted, as trec_eval does, or refused."""
+
+    ties: str = "docno-desc"
+    skip_missing: bool = True
+
+
 def _validated_rows(
     path: Path,
     fmt: str,
@@ -134,14 +145,32 @@ def _validated_rows(
     chunk_map: ChunkMap | None,
     k: int | None,
     problems: ProblemCollector,
+    trec: TrecOptions = TrecOptions(),
+    skipped: list[str] | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
+    records = read_import(
+        path, fmt, display, trec="trec-run", holding="a run's rows", problems=problems, ties=trec.ties
+    )
+    if fmt == "langfuse-scores":
+        records = (Record(line, data) for line, data in langfuse_score_rows(records))
+    if fmt == "trec-run" and trec.skip_missing:
+        records = _known_topics(records, index, skipped if skipped is not None else [])
     return validated(
-        read_import(path, fmt, display, trec="trec-run", holding="a run's rows", problems=problems),
+        records,
         _row_checker(index, version, fmt, chunk_map, k),
         problems,
         key=lambda row: row["qid"],
         duplicate=lambda qid, first: f"question {qid!r} has a second row (first on line {first}); one row per question",
     )
+
+
+def _known_topics(records: Iterable[Record], index: QuestionIndex, skipped: list[str]) -> Iterator[Record]:
+    """The run's topics that the eval set holds; the others are listed in ``skipped`` (trec_eval ignores them)."""
+    for record in records:
+        if str(record.data.get("id")) in index.by_qid:
+            yield record
+        else:
+            skipped.append(str(record.data.get("id")))
 
 
 def _file_hash(path: Path | None) -> str:
@@ -162,7 +191,10 @@ def run_import(
     fmt: str | None = None,
     display_name: str | None = None,
     k: int | None = None,
-    gain: str = "exponential",
+    cutoffs: list[int] | None = None,
+    gain: str | None = None,
+    ties: str = "docno-desc",
+    missing_topics: str = "skip",
     judge_config: dict[str, Any] | None = None,
     system_config: dict[str, Any] | None = None,
     chunks_path: Path | None = None,
@@ -170,10 +202,44 @@ def run_import(
     user: Any = None,
     progress: Progress = no_progress,
 ) -> RunImportResult:
-    """Import a run's rows against an eval set version (``NAME`` for its latest or ``NAME@N``)."""
+    """Import a run's rows against an eval set version (``NAME`` for its latest or ``NAME@N``).
+
+    ``cutoffs`` adds retrieval metrics at further cut-offs (``rr@c`` among them). TREC runs: the
+    gain defaults to linear (trec_eval's), ``ties`` orders equal scores, and with
+    ``missing_topics="skip"`` a run topic the eval set lacks is skipped and counted as trec_eval
+    skips it (``"fail"`` refuses the file instead).
+    """
     display = display_name or path.name
-    fmt = detect_format(path, fmt)
+    fmt = detect_format(path, fmt, door="run", display=display)
     about_file(display, lambda: check_name(name, what="run"))
+    trec = fmt == "trec-run"
+    gain_note = ""
+    if gain is None:
+        gain = "linear" if trec else "exponential"
+    elif trec and gain == "exponential":
+        gain_note = (
+            " Note: nDCG uses exponential gain (2^g-1); trec_eval uses linear gain, so graded qrels give other"
+            " numbers than trec_eval's (import with --gain linear to match it)."
+        )
+    if ties not in TIE_ORDERS:
+        raise ImportFailed(
+            [ImportProblem(display, None, None, f"ties must be one of {', '.join(TIE_ORDERS)}, got {ties!r}")]
+        )
+    if missing_topics not in ("skip", "fail"):
+        raise ImportFailed(
+            [ImportProblem(display, None, None, f"missing_topics must be 'skip' or 'fail', got {missing_topics!r}")]
+        )
+    cutoffs = sorted(set(cutoffs or []))
+    if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in cutoffs):
+        raise ImportFailed([ImportProblem(display, None, None, f"cut-offs must be positive integers, got {cutoffs!r}")])
+    if k is None and cutoffs and trec:
+        k = cutoffs[0]
+    if trec and k is not None and k not in cutoffs:
+        cutoffs = sorted({k, *cutoffs})  # a TREC run keeps rr@k beside rr, as trec_eval users compare them
+    if k is None and fmt == "langfuse-scores":
+        k = 1  # scores alone: no retrieval to cut
+
+    trec_options = TrecOptions(ties=ties, skip_missing=missing_topics == "skip")
     if gain not in GAINS:
         raise ImportFailed(
             [ImportProblem(display, None, None, f"gain must be 'exponential' or 'linear', got {gain!r}")]
@@ -201,6 +267,8 @@ def run_import(
         "format": fmt,
         "k": k,
         "gain": gain,
+        **({"cutoffs": cutoffs} if cutoffs else {}),
+        **({"ties": ties, "missing_topics": missing_topics} if trec else {}),
         "judge": judge and judge["config_hash"],
         "system": system,
         "chunks": _file_hash(chunks_path),
@@ -230,7 +298,8 @@ def run_import(
     problems = ProblemCollector(display)
     count = 0
     widest = 0
-    for _, row in _validated_rows(path, fmt, display, index, version, chunk_map, k, problems):
+    skipped: list[str] = []
+    for _, row in _validated_rows(path, fmt, display, index, version, chunk_map, k, problems, trec_options, skipped):
         count += 1
         if row["context_ids"] is not None:
             widest = max(widest, len(row["context_ids"]))
@@ -272,12 +341,16 @@ def run_import(
         for chunk_batch in in_batches((RunChunk(run=run, **c) for c in chunk_rows), 5000):
             RunChunk.objects.bulk_create(chunk_batch)
         second = ProblemCollector(display)
-        rows = (row for _, row in _validated_rows(path, fmt, display, index, version, chunk_map, run_k, second))
+        rows = (
+            row
+            for _, row in _validated_rows(path, fmt, display, index, version, chunk_map, run_k, second, trec_options)
+        )
         store_rows(
             run,
             rows,
             index,
             chunk_map=chunk_map,
+            cutoffs=cutoffs,
             progress=lambda written: progress(count + written, 2 * count, "scoring and writing"),
         )
         second.raise_if_any()  # the file changed between passes
@@ -292,8 +365,18 @@ def run_import(
     coverage = f"{written} of {version.question_count} questions" + (
         " (partial run: means cover only these)" if written < version.question_count else ""
     )
+    skip_note = (
+        f" Skipped {len(skipped)} run topic(s) not in {version.label} (as trec_eval does): "
+        f"{', '.join(skipped[:10])}{', ...' if len(skipped) > 10 else ''}."
+        if skipped
+        else ""
+    )
+    at = f"cut-offs {', '.join(map(str, cutoffs))}" if cutoffs else f"k={run_k}"
     return RunImportResult(
-        run, True, f"Created run {name!r} on {version.label}: {coverage}, k={run_k}.{gold_note(run.summary)}"
+        run,
+        True,
+        f"Created run {name!r} on {version.label}: {coverage}, {at}{f', {gain} gain' if trec else ''}.{gold_note(run.summary)}"
+        f"{skip_note}{gain_note}",
     )
 
 
@@ -304,6 +387,7 @@ def store_rows(
     *,
     chunk_map: ChunkMap | None,
     progress: Callable[[int], None] = lambda written: None,
+    cutoffs: list[int] | None = None,
 ) -> None:
     """Score rows (as :func:`~.run_rows.normalize_row` gives them) in batches, write them, then the run's count and summary."""
     summary_rows: list[tuple[str, dict[str, float | None]]] = []
@@ -311,7 +395,7 @@ def store_rows(
     written = 0
     for batch in in_batches(rows, BATCH):
         infos = [index.by_qid[row["qid"]] for row in batch]
-        computed = score_rows(batch, infos, k=run.k, gain=run.gain, chunk_map=chunk_map)
+        computed = score_rows(batch, infos, k=run.k, gain=run.gain, chunk_map=chunk_map, cutoffs=cutoffs or ())
         objects = []
         for row, info, scores in zip(batch, infos, computed):
             merged, metadata = _merge_scores(row, scores)
@@ -338,6 +422,7 @@ def store_rows(
     run.summary = {
         **build_summary(summary_rows, k=run.k, questions_per_slice=index.per_slice),
         "retrieval_gold": {kind: n for kind, n in gold_counts.items() if kind != "relevant"},
+        **({"cutoffs": sorted({run.k, *cutoffs})} if cutoffs else {}),
     }
     run.save(update_fields=["row_count", "summary"])
 

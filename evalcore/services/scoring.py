@@ -28,6 +28,8 @@ import numpy as np
 from evalcore.engine import ChunkMap, is_retrieval_metric, retrieval_metric_names, score_retrieval
 
 ABSTENTION = "abstention"
+#: The metrics computed at each extra cut-off: reciprocal rank cut at the cut-off too (trec_eval users expect rr@k).
+CUTOFF_METRICS = ("recall", "precision", "rr@k", "ndcg")
 
 
 def is_judge_metric(name: str) -> bool:
@@ -77,8 +79,13 @@ def score_rows(
     k: int,
     gain: str,
     chunk_map: ChunkMap | None,
+    cutoffs: Sequence[int] = (),
 ) -> list[dict[str, float | None]]:
-    """Return the computed scores of each row (imported judge scores are merged by the caller)."""
+    """Return the computed scores of each row (imported judge scores are merged by the caller).
+
+    ``cutoffs``: further fixed cut-offs (a TREC run scored at 5, 10 and 100 at once); each adds
+    ``recall@c``, ``precision@c``, ``ndcg@c`` and ``rr@c`` (reciprocal rank cut at c).
+    """
     rankings, golds, ks = [], [], []
     for row, question in zip(rows, questions):
         ranking, k_row = ranking_and_k(row["retrieved"], row.get("context_ids"), k)
@@ -102,6 +109,19 @@ def score_rows(
     )
     names = retrieval_metric_names(k)
     columns = {name: frame[name].to_numpy(dtype=float).tolist() for name in names} if frame is not None else {}
+    for cutoff in cutoffs if rows else ():
+        extra = score_retrieval(
+            rankings,
+            golds,
+            cutoff,
+            gain=gain,  # type: ignore[arg-type]
+            answerable=[q.answerable for q in questions],
+            metrics=CUTOFF_METRICS,
+        )
+        for name in retrieval_metric_names(cutoff, metrics=CUTOFF_METRICS):
+            if name not in columns:
+                names.append(name)
+                columns[name] = extra[name].to_numpy(dtype=float).tolist()
     out = []
     for i, (row, question) in enumerate(zip(rows, questions)):
         scores: dict[str, float | None] = {}

@@ -33,6 +33,7 @@ def evalset_list(request: HttpRequest) -> HttpResponse:
                 format=data["format"] or None,
                 display_name=data["file"].name,
                 mode="extend" if data["extend"] else "replace",
+                topics_path=str(save_upload(data["topics"])) if data.get("topics") else None,
                 description=data["description"],
             ),
             user=request.user,

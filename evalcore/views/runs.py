@@ -25,7 +25,11 @@ register_job_form(IMPORT_RUN, lambda job: reverse("evalcore:runs"))
 @eval_owner_required
 def run_list(request: HttpRequest) -> HttpResponse:
     retry = retried_job(request, IMPORT_RUN)
-    form = RunImportForm(request.POST or None, request.FILES or None, initial=values_of(retry, RunImportForm))
+    form = RunImportForm(
+        request.POST or None,
+        request.FILES or None,
+        initial=values_of(retry, RunImportForm, cutoffs=lambda params: ",".join(map(str, params.get("cutoffs") or []))),
+    )
 
     def start(data: dict) -> Job:
         return request_run_import(
@@ -36,7 +40,10 @@ def run_list(request: HttpRequest) -> HttpResponse:
                 format=data["format"] or None,
                 display_name=data["file"].name,
                 k=data["k"],
-                gain=data["gain"],
+                cutoffs=data["cutoffs"],
+                gain=data["gain"] or None,
+                ties=data["ties"] or "docno-desc",
+                missing_topics=data["missing_topics"] or "skip",
                 judge_config=data["judge_config"],
                 system_config=data["system_config"],
                 chunks_path=str(save_upload(data["chunks"])) if data.get("chunks") else None,

@@ -8,6 +8,7 @@ import json
 from django.utils.decorators import method_decorator
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,15 +16,17 @@ from rest_framework.views import APIView
 
 from evalcore.api import JobOutput
 from evalcore.api import _accepted as job_accepted
+from evalcore.api import _save as save_api_upload
 from evalcore.selectors import run_by_ref
 from evalcore.services.problems import UserFacingError
+from evalcore.services.uploads import discard_upload
 from labelstudio_lite.accounts.access import IsEvalOwner
 from labelstudio_lite.middleware import retry_when_busy
-from labelstudio_lite.rest import MAX_ID, StrictBooleanField, id_field
+from labelstudio_lite.rest import MAX_ID, JSONObjectField, StrictBooleanField, id_field
 from labelstudio_lite.schema import ErrorOutput
 
 from .access import campaign_for_labelling, campaign_for_owner, verdict_set_for
-from .jobs import TryPromptParams, request_try_prompt
+from .jobs import LabelImportParams, TryPromptParams, request_labels_import, request_try_prompt
 from .models import Campaign, Label
 from .selectors import (
     NotFound,
@@ -44,6 +47,7 @@ from .services.assignment import AlreadyAnswered, LabellingError, LeaseExpired, 
 from .services.campaigns import plan_assumptions, plan_campaign
 from .services.exports import DISAGREEMENT_FORMATS, disagreements_export, labels_export
 from .services.judge_report import judge_report
+from .services.label_sources import LABEL_FORMATS, MATCHES
 from .services.remeasure import remeasure, remeasurement_open
 
 
@@ -592,3 +596,44 @@ class TryPromptApi(APIView):
         data.is_valid(raise_exception=True)
         params = TryPromptParams(campaign=campaign.name, **data.validated_data)
         return job_accepted(request_try_prompt, params, request)
+
+
+class CampaignLabelImportApi(APIView):
+    """Import labels made elsewhere into a campaign (eval owners): the same job as the command and the page."""
+
+    permission_classes = [IsEvalOwner]
+    parser_classes = [MultiPartParser]
+
+    class LabelImportInput(serializers.Serializer):
+        file = serializers.FileField(help_text="our label lines, or a Label Studio, Argilla or Langfuse scores export")
+        format = serializers.ChoiceField(choices=LABEL_FORMATS, required=False)
+        label_field = serializers.CharField(required=False, max_length=200)
+        value_map = JSONObjectField(required=False, help_text='JSON object: {"Supported": "supported", ...}')
+        users = serializers.FileField(required=False, help_text="users table: id and username (or email, name)")
+        match = serializers.ChoiceField(choices=MATCHES, default="auto")
+        id_field = serializers.CharField(required=False, max_length=200)
+
+    @extend_schema(request=LabelImportInput, responses={202: JobOutput}, summary="Import labels made elsewhere (a job)")
+    def post(self, request: Request, name: str) -> Response:
+        campaign = campaign_for_owner(request.user, name)
+        serializer = self.LabelImportInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        path = save_api_upload(data["file"], "file")
+        try:
+            users = save_api_upload(data["users"], "users") if data.get("users") else None
+        except serializers.ValidationError:
+            discard_upload(path)
+            raise
+        params = LabelImportParams(
+            campaign=campaign.name,
+            path=path,
+            display_name=data["file"].name,
+            format=data.get("format"),
+            label_field=data.get("label_field"),
+            value_map={str(k): str(v) for k, v in (data.get("value_map") or {}).items()},
+            users_path=users,
+            match=data["match"],
+            id_field=data.get("id_field"),
+        )
+        return job_accepted(request_labels_import, params, request)

@@ -13,6 +13,9 @@ urlpatterns = [
     path("campaign-plan/", api.CampaignPlanApi.as_view(), name="api-campaign-plan"),
     path("campaigns/<slug:name>/", api.CampaignDetailApi.as_view(), name="api-campaign"),
     path("campaigns/<slug:name>/labels/", api.CampaignLabelsApi.as_view(), name="api-campaign-labels"),
+    path(
+        "campaigns/<slug:name>/labels/import/", api.CampaignLabelImportApi.as_view(), name="api-campaign-label-import"
+    ),
     path("campaigns/<slug:name>/judge-report/", api.JudgeReportApi.as_view(), name="api-judge-report"),
     path("campaigns/<slug:name>/remeasure/", api.RemeasureApi.as_view(), name="api-remeasure"),
     path("campaigns/<slug:name>/exports/", api.ExportListApi.as_view(), name="api-exports"),

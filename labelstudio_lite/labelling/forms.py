@@ -10,6 +10,7 @@ from evalcore.models import JudgeConfig, Run
 
 from .models import Campaign, Label
 from .services.exports import DISAGREEMENT_FORMATS
+from .services.label_sources import LABEL_FORMATS
 
 
 class CampaignForm(forms.Form):
@@ -100,8 +101,34 @@ class AdjudicationForm(forms.Form):
 
 class LabelImportForm(forms.Form):
     file = forms.FileField(
-        help_text="CSV or JSON Lines: question_id, claim_index (claim campaigns), label, annotator, rationale."
+        help_text="CSV, JSON Lines or a JSON array: question_id, claim_index (claim campaigns), label, annotator, "
+        "rationale; or a Label Studio, Argilla or Langfuse scores export."
     )
+    format = forms.ChoiceField(
+        choices=[("", "from the file's extension and content")] + [(f, f) for f in LABEL_FORMATS], required=False
+    )
+    label_field = forms.CharField(
+        required=False, max_length=200, help_text="The label's control tag, Argilla question or Langfuse score name."
+    )
+    value_map = forms.CharField(
+        required=False,
+        max_length=2000,
+        help_text="The export's values as ours, e.g. Supported=supported,Not supported=unsupported.",
+    )
+    users = forms.FileField(required=False, help_text="Users table (id and username or email), to name user ids.")
+    match = forms.ChoiceField(
+        choices=[("auto", "by id, else by text"), ("id", "by question id"), ("text", "by question text")],
+        required=False,
+        initial="auto",
+    )
+    id_field = forms.CharField(required=False, max_length=200, help_text="The field holding the question id.")
+
+    def clean_value_map(self) -> dict[str, str]:
+        text = self.cleaned_data["value_map"]
+        pairs = [part.split("=", 1) for part in text.split(",") if part.strip()]
+        if any(len(pair) != 2 or not pair[0].strip() for pair in pairs):
+            raise forms.ValidationError("a value map is THEIRS=ours pairs separated by commas")
+        return {theirs.strip(): ours.strip() for theirs, ours in pairs}
 
 
 class AnnotatorsForm(forms.Form):

@@ -7,7 +7,7 @@ parameters dataclass and one request function that every door calls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +18,13 @@ from evalcore.selectors import NotFound
 from evalcore.services.jobs import Progress, job_cancel_requested, job_request, register_job_kind
 from evalcore.services.judge_configs import normalize_judge_config
 from evalcore.services.problems import UserFacingError, about_field
+from evalcore.services.readers import detect_format
 from evalcore.services.uploads import discarding_uploads
 
 from .models import Campaign
 from .selectors import campaign_get
-from .services.label_import import labels_import
+from .services.label_import import VALUES, labels_import
+from .services.label_sources import MATCHES, LabelSource, read_users
 from .services.tuned_prompt import TunedPrompt, tuned_prompt_check, tuned_prompt_try
 from .services.verdicts import verdicts_import
 
@@ -44,20 +46,51 @@ class LabelImportParams:
     campaign: str
     path: str
     display_name: str | None = None
+    format: str | None = None  # None: from the file's extension and content
+    label_field: str | None = None
+    value_map: dict[str, str] = field(default_factory=dict)
+    users_path: str | None = None
+    match: str = "auto"
+    id_field: str | None = None
 
 
 @discarding_uploads
 def request_labels_import(*, params: LabelImportParams, user: Any = None, start: bool = True) -> Job:
-    """Accept a label import as a job, or refuse it at once (no such campaign or file)."""
+    """Accept a label import as a job, or refuse it at once (no such campaign or file, a bad option)."""
     _check_campaign_and_file(params)
+    about_field(
+        "format", lambda: detect_format(Path(params.path), params.format, door="labels", display=params.display_name)
+    )
+    if params.match not in MATCHES:
+        raise UserFacingError(f"match must be one of {', '.join(MATCHES)}, got {params.match!r}", field="match")
+    if params.users_path and not Path(params.users_path).is_file():
+        raise UserFacingError(f"{params.users_path}: no such file (users)", field="users")
+    bad = sorted({v for v in params.value_map.values() if str(v).strip().lower() not in VALUES})
+    if bad:
+        raise UserFacingError(
+            f"the value map maps to {bad}; map each value to supported, unsupported or cant_tell", field="value_map"
+        )
     return job_request(kind=IMPORT_LABELS, params=params, user=user, start=start)
 
 
 @register_job_kind(name=IMPORT_LABELS, label="Import labels", params=LabelImportParams)
 def _import_labels(params: LabelImportParams, job: Job, progress: Progress) -> dict[str, Any]:
     campaign = campaign_get(params.campaign)
+    users = read_users(Path(params.users_path)) if params.users_path else {}
+    source = LabelSource(
+        label_field=params.label_field or None,
+        value_map=dict(params.value_map),
+        users=users,
+        match=params.match,
+        id_field=params.id_field or None,
+    )
     result = labels_import(
-        campaign=campaign, path=Path(params.path), display_name=params.display_name, progress=progress
+        campaign=campaign,
+        path=Path(params.path),
+        display_name=params.display_name,
+        fmt=params.format or None,
+        source=source,
+        progress=progress,
     )
     return {
         "message": result.message,

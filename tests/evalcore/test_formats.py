@@ -15,8 +15,8 @@ import pytest
 from evalcore.models import Question, Row
 from evalcore.services.evalsets import evalset_import
 from evalcore.services.problems import ImportFailed, ProblemCollector
-from evalcore.services.readers import read_trec_run
 from evalcore.services.runs import run_import
+from evalcore.services.trec import read_trec_run
 from tests.factories import QUESTIONS, ok_row
 from tests.files import write_jsonl
 

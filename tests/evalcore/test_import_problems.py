@@ -139,10 +139,16 @@ def test_an_unknown_format_is_refused_naming_the_formats_there_are(db, questions
     assert "jsonl" in message and "parquet" in message
 
 
-def test_a_file_extension_that_names_no_format_is_refused(db, tmp_path):
+def test_a_file_whose_extension_and_content_name_no_format_is_refused(db, tmp_path):
+    path = tmp_path / "questions.txt"
+    path.write_text("id;question\nq1;What?\n")
+    refused(import_questions(path), file="questions.txt", says="cannot tell the format")
+
+
+def test_a_file_whose_extension_names_no_format_is_read_by_its_content(db, tmp_path):
     path = tmp_path / "questions.txt"
     path.write_text(json.dumps(QUESTIONS[0]) + "\n")
-    refused(import_questions(path), file="questions.txt", says="cannot tell the format")
+    assert import_questions(path)().version.question_count == 1
 
 
 def test_a_csv_cell_with_malformed_json_is_refused_with_its_line_and_column_name(db, tmp_path):

@@ -144,6 +144,7 @@ DOORS: dict[tuple[str, str], Door] = {
     ),
     ("api-campaign", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
     ("api-campaign-labels", "POST"): Door(True, EXPORTS, {"name": "{campaign}"}),
+    ("api-campaign-label-import", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"file": "{labels_file}"}),
     ("api-judge-report", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
     ("api-remeasure", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}, query="verdicts={verdict_set}"),
     ("api-remeasure", "POST"): Door(False, REMEASURE_OPEN, {"name": "{campaign}"}, query="verdicts={verdict_set}"),

@@ -14,17 +14,23 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "file", type=Path, help="JSON Lines, CSV, Parquet, a Ragas table or TREC qrels (see docs/formats.md)"
+            "file",
+            type=Path,
+            help="JSON Lines or a JSON array, CSV, Parquet, a Ragas table, DeepEval goldens, Langfuse items, LangSmith examples or TREC qrels (docs/formats.md)",
         )
         parser.add_argument("--name", required=True, help="eval set name (letters, digits, - and _)")
-        parser.add_argument("--format", choices=FORMATS, help="file format (default: from the extension)")
+        parser.add_argument(
+            "--format", choices=FORMATS, help="file format (default: from the extension and the content)"
+        )
         parser.add_argument(
             "--extend",
             action="store_true",
             help="add the file's questions to the latest version (or --base) instead of replacing them",
         )
         parser.add_argument("--base", type=int, help="the version to extend (default: the latest)")
-        parser.add_argument("--topics", type=Path, help="TREC topics as 'qid<TAB>text' lines, for qrels")
+        parser.add_argument(
+            "--topics", type=Path, help="TREC topics: 'qid<TAB>text' lines or an SGML topics file, for qrels"
+        )
         parser.add_argument("--description", default="")
         parser.add_argument("--quiet", action="store_true", help="no progress bar")
 

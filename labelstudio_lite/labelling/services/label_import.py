@@ -7,7 +7,9 @@ the annotator. Annotators who are not users are kept as external annotators.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +17,15 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from evalcore.services.fields import FieldError, as_text
-from evalcore.services.importing import Progress, no_progress
-from evalcore.services.problems import ImportFailed, ImportProblem, ProblemCollector
-from evalcore.services.readers import container_of, read_records
+from evalcore.services.importing import Progress, about_file, no_progress
+from evalcore.services.problems import ImportFailed, ImportProblem, ProblemCollector, UserFacingError
+from evalcore.services.readers import Record, detect_format, read_records
 
 from ..models import Campaign, Item, Label
 from .item_rows import ItemRef, campaign_items, item_lines
+from .label_sources import LabelSource, label_records
+
+LABEL_TOOLS = ("label-studio", "argilla", "langfuse-scores")
 
 VALUES = {
     "supported": "supported",
@@ -37,6 +42,7 @@ class LabelImportResult:
     unchanged: int
     external_annotators: list[str]
     message: str
+    skipped: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -46,29 +52,93 @@ class _LabelLine:
     rationale: str
 
 
-def _read_label(data: dict[str, Any]) -> _LabelLine:
-    raw_value = as_text(data.get("label"), "label", required=True).strip().lower()
-    if raw_value not in VALUES:
-        raise FieldError("label", f"must be supported, unsupported or cant_tell, got {raw_value!r}")
-    annotator = as_text(data.get("annotator"), "annotator", required=True).strip()
-    if len(annotator) > 150:
-        raise FieldError("annotator", "is longer than 150 characters")
-    return _LabelLine(annotator, VALUES[raw_value], as_text(data.get("rationale"), "rationale"))
+def _label_reader(value_map: dict[str, str]) -> Callable[[dict[str, Any]], _LabelLine]:
+    """Read a label line; ``value_map`` first turns a tool's values ("Not supported") into ours."""
+    mapped = {str(k).strip().casefold(): str(v).strip().lower() for k, v in value_map.items()}
+    bad = sorted({v for v in mapped.values() if v not in VALUES})
+    if bad:
+        raise UserFacingError(
+            f"the value map maps to {bad}; map each value to supported, unsupported or cant_tell", field="value_map"
+        )
+
+    def read(data: dict[str, Any]) -> _LabelLine:
+        raw = as_text(data.get("label"), "label", required=True).strip()
+        raw_value = mapped.get(raw.casefold(), raw.lower())
+        if raw_value not in VALUES:
+            hint = "; map the export's values with a value map, e.g. 'Supported=supported,Not supported=unsupported'"
+            raise FieldError(
+                "label", f"must be supported, unsupported or cant_tell, got {raw!r}" + (hint if not mapped else "")
+            )
+        annotator = as_text(data.get("annotator"), "annotator", required=True).strip()
+        if len(annotator) > 150:
+            raise FieldError("annotator", "is longer than 150 characters")
+        return _LabelLine(annotator, VALUES[raw_value], as_text(data.get("rationale"), "rationale"))
+
+    return read
+
+
+def _by_text(records: Iterable[Record], campaign: Campaign, problems: ProblemCollector) -> Iterator[Record]:
+    """Records that name their question by its text (``_text``) get its id, when exactly one question has it."""
+    index: dict[str, str] | None = None
+    for record in records:
+        if "_text" not in record.data:
+            yield record
+            continue
+        if index is None:
+            index = {}
+            pairs = Item.objects.filter(campaign=campaign).values_list("row__question__qid", "row__question__text")
+            for qid, text in pairs.distinct():
+                key = " ".join(text.split())
+                index[key] = qid if index.get(key, qid) == qid else ""
+        text = " ".join(str(record.data["_text"]).split())
+        qid = index.get(text)
+        if not qid:
+            what = "matches no question of the campaign" if qid is None else "matches several questions"
+            problems.add(record.line, "question", f"the question's text {what}; match by id instead")
+            continue
+        data = {k: v for k, v in record.data.items() if k != "_text"}
+        yield Record(record.line, {**data, "question_id": qid})
 
 
 def labels_import(
-    *, campaign: Campaign, path: Path, display_name: str | None = None, progress: Progress = no_progress
+    *,
+    campaign: Campaign,
+    path: Path,
+    display_name: str | None = None,
+    fmt: str | None = None,
+    source: LabelSource | None = None,
+    progress: Progress = no_progress,
 ) -> LabelImportResult:
+    """Import labels from our label lines or a tool's export (Label Studio, Argilla, Langfuse scores).
+
+    ``source`` says how a tool's export is read (label field, value map, users, matching by id or
+    text); what the tool marks unfinished is skipped and counted in the message.
+    """
     display = display_name or path.name
-    if container_of(path) not in ("csv", "jsonl"):
-        raise ImportFailed([ImportProblem(display, None, None, "labels are imported from CSV or JSON Lines")])
+    source = source or LabelSource()
+    fmt = detect_format(path, fmt, door="labels", display=display)
+    if fmt not in ("csv", "jsonl", *LABEL_TOOLS):
+        raise ImportFailed(
+            [
+                ImportProblem(
+                    display, None, None, "labels are imported from CSV or JSON Lines (or a JSON array), not Parquet"
+                )
+            ]
+        )
+    read_label = about_file(display, lambda: _label_reader(source.value_map))
     User = get_user_model()
     users = {u.username: u for u in User.objects.all()}
     problems = ProblemCollector(display)
     parsed: list[tuple[int, ItemRef, Any, _LabelLine]] = []
     seen: dict[tuple[int, str], int] = {}
-    records = read_records(path, container_of(path), display, problems=problems)
-    for line, item, label in item_lines(records, campaign_items(campaign), _read_label, problems):
+    skipped: Counter = Counter()
+    records = read_records(path, fmt, display, problems=problems)
+    if fmt in LABEL_TOOLS:
+        records = label_records(records, fmt, source, problems, skipped)
+    elif source.match == "text":
+        records = (Record(r.line, {**r.data, "_text": r.data.get("question")}) for r in records)
+    records = _by_text(records, campaign, problems)
+    for line, item, label in item_lines(records, campaign_items(campaign), read_label, problems):
         key = (item.pk, label.annotator)
         if key in seen:
             problems.add(line, "annotator", f"{label.annotator!r} labels this item twice (first on line {seen[key]})")
@@ -76,8 +146,13 @@ def labels_import(
         seen[key] = line
         parsed.append((line, item, users.get(label.annotator), label))
     problems.raise_if_any()
+    skip_note = (
+        " Skipped, not labels: " + ", ".join(f"{n} {why}" for why, n in sorted(skipped.items()) if n) + "."
+        if sum(skipped.values())
+        else ""
+    )
     if not parsed:
-        raise ImportFailed([ImportProblem(display, None, None, "the file holds no labels")])
+        raise ImportFailed([ImportProblem(display, None, None, "the file holds no labels." + skip_note)])
 
     created = unchanged = 0
     externals: set[str] = set()
@@ -123,4 +198,5 @@ def labels_import(
         )
         if externals:
             message += f" External annotators (not users): {', '.join(sorted(externals))}."
-    return LabelImportResult(created, unchanged, sorted(externals), message)
+    message += skip_note
+    return LabelImportResult(created, unchanged, sorted(externals), message, dict(skipped))

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalcore.services.problems import UserFacingError
+from evalcore.services.uploads import save_upload
 from evalcore.views.jobs import register_job_form, retried_job
 from labelstudio_lite.accounts.access import eval_owner_required
 
@@ -182,6 +183,17 @@ def import_labels_view(request: HttpRequest, name: str) -> HttpResponse:
         back=reverse("labelling:campaign", args=[campaign.name]),
         invalid=lambda form: "Choose a CSV or JSON Lines file of labels.",
         start=lambda path, display_name, data: request_labels_import(
-            params=LabelImportParams(campaign=campaign.name, path=path, display_name=display_name), user=request.user
+            params=LabelImportParams(
+                campaign=campaign.name,
+                path=path,
+                display_name=display_name,
+                format=data["format"] or None,
+                label_field=data["label_field"] or None,
+                value_map=data["value_map"],
+                users_path=str(save_upload(data["users"])) if data.get("users") else None,
+                match=data["match"] or "auto",
+                id_field=data["id_field"] or None,
+            ),
+            user=request.user,
         ),
     )

@@ -1,0 +1,243 @@
+"""Exports of the tools users already have, told apart by their content and mapped to our fields.
+
+A file is recognised by the names of its fields (a CSV header, Parquet columns, the first JSON
+record), not only by its extension: a file that looks like a tool's export but is read as another
+format is refused with the format to use, never imported wrong (a Ragas table read as plain rows
+would put every score in metadata and leave the answer empty).
+
+Each adapter turns one of the tool's records into the record our plain formats take (see
+docs/formats.md), so every rule of those formats (limits, NaN, lists, errors with line and field)
+applies unchanged. Question text may stand in for an id: ``_text`` carries it for matching.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .fields import FieldError, as_list, as_number, as_text, is_blank, json_safe
+
+
+@dataclass(frozen=True)
+class Tool:
+    format: str
+    name: str
+    holds: str
+    #: the doors that take it: "questions" (import_evalset), "run" (import_run), "labels" (import_labels)
+    doors: tuple[str, ...]
+
+
+TOOLS: dict[str, Tool] = {
+    tool.format: tool
+    for tool in (
+        Tool("ragas", "Ragas result table", "questions and a run's rows", ("questions", "run")),
+        Tool("deepeval", "DeepEval test run or goldens", "questions and a run's rows", ("questions", "run")),
+        Tool("langfuse", "Langfuse dataset items", "questions", ("questions",)),
+        Tool("langfuse-scores", "Langfuse scores", "judge scores and labels", ("run", "labels")),
+        Tool("langsmith", "LangSmith examples", "questions", ("questions",)),
+        Tool("label-studio", "Label Studio export", "labels", ("labels",)),
+        Tool("argilla", "Argilla records", "labels", ("labels",)),
+    )
+}
+
+DOOR_COMMANDS = {"questions": "import_evalset", "run": "import_run", "labels": "import_labels"}
+
+
+def identify(keys: Iterable[str]) -> str | None:
+    """The tool whose export has these field names, or None for our own formats (or an unknown one)."""
+    names = {str(key) for key in keys}
+    if "user_input" in names and names & {"response", "retrieved_contexts", "reference"}:
+        return "ragas"
+    if {"dataType", "source", "name", "value"} <= names or {"traceId", "name", "value", "source"} <= names:
+        return "langfuse-scores"
+    if "input" in names and names & {"datasetId", "sourceTraceId", "datasetName"}:
+        return "langfuse"
+    if names & {"actualOutput", "metricsData", "retrievalContext"} or (
+        "input" in names and names & {"expected_output", "actual_output", "retrieval_context", "expectedOutput"}
+    ):
+        return "deepeval"
+    if {"inputs", "outputs"} <= names:
+        return "langsmith"
+    if {"annotations", "data"} <= names or {"annotator", "annotation_id"} <= names:
+        return "label-studio"
+    if ("responses" in names and names & {"fields", "status"}) or any(n.endswith(".responses.users") for n in names):
+        return "argilla"
+    return None
+
+
+def text_id(text: str) -> str:
+    """The id a question without one gets from its text (the same text, the same id, on every import)."""
+    return "q-" + hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+#: Keys a question's text is read from when a tool keeps it in an object (Langfuse ``input``, LangSmith ``inputs``).
+_TEXT_KEYS = ("question", "query", "input", "user_input", "prompt", "text")
+_ANSWER_KEYS = ("answer", "output", "reference", "expected_output", "response", "text")
+
+
+def _text_of(value: Any, field: str, keys: tuple[str, ...], *, required: bool = False) -> str:
+    """Text from a string, or from an object holding it under one of ``keys`` (or its only text value)."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            pass
+    if isinstance(value, dict):
+        for key in keys:
+            if isinstance(value.get(key), str):
+                return as_text(value[key], f"{field}.{key}", required=required)
+        texts = [k for k, v in value.items() if isinstance(v, str)]
+        if len(texts) == 1:
+            return as_text(value[texts[0]], f"{field}.{texts[0]}", required=required)
+        raise FieldError(
+            field,
+            f"is an object with keys {sorted(value)[:8]}; name the text under one of {', '.join(keys)}",
+        )
+    return as_text(value, field, required=required)
+
+
+def _first(data: dict[str, Any], *names: str) -> Any:
+    return next((data[name] for name in names if not is_blank(data.get(name))), None)
+
+
+def _contexts(value: Any, field: str, *, delimiter: str | None = None) -> list[str]:
+    """A list of context texts; DeepEval's CSV joins them with ``|``."""
+    if delimiter and isinstance(value, str) and not value.strip().startswith("["):
+        return [part for part in value.split(delimiter) if part.strip()]
+    return [as_text(c, f"{field}[{i}]") for i, c in enumerate(as_list(value, field))]
+
+
+def _metadata_id(metadata: Any) -> Any:
+    return metadata.get("id") or metadata.get("question_id") if isinstance(metadata, dict) else None
+
+
+# ----------------------------------------------------------------------------------------------
+# Questions
+# ----------------------------------------------------------------------------------------------
+
+
+def tool_question(data: dict[str, Any], tool: str) -> dict[str, Any]:
+    """A DeepEval golden or test case, a Langfuse dataset item or a LangSmith example as a plain question record."""
+    if tool == "deepeval":
+        text = as_text(data.get("input"), "input", required=True)
+        metadata = _first(data, "additional_metadata", "additionalMetadata", "metadata") or {}
+        contexts = _first(data, "context")
+        return {
+            "id": _first(data, "id") or _metadata_id(metadata) or text_id(text),
+            "question": text,
+            "reference_answer": _text_of(
+                _first(data, "expected_output", "expectedOutput"), "expected_output", _ANSWER_KEYS
+            ),
+            "metadata": json_safe(
+                {
+                    **({"context": _contexts(contexts, "context", delimiter="|")} if contexts is not None else {}),
+                    **(metadata if isinstance(metadata, dict) else {}),
+                    **{k: data[k] for k in ("comments", "source_file", "name") if not is_blank(data.get(k))},
+                },
+                "additional_metadata",
+            ),
+        }
+    if tool == "langfuse":
+        text = _text_of(data.get("input"), "input", _TEXT_KEYS, required=True)
+        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        return {
+            "id": _first(data, "id") or text_id(text),
+            "question": text,
+            "reference_answer": _text_of(data.get("expectedOutput"), "expectedOutput", _ANSWER_KEYS),
+            "type": metadata.get("type") or "",
+            "gold": metadata.get("gold"),
+            "metadata": json_safe(
+                {
+                    **{k: v for k, v in metadata.items() if k not in ("type", "gold")},
+                    **{k: data[k] for k in ("status", "sourceTraceId", "datasetName") if not is_blank(data.get(k))},
+                },
+                "metadata",
+            ),
+        }
+    if tool == "langsmith":
+        text = _text_of(data.get("inputs"), "inputs", _TEXT_KEYS, required=True)
+        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        return {
+            "id": _metadata_id(metadata) or _first(data, "id") or text_id(text),
+            "question": text,
+            "reference_answer": _text_of(data.get("outputs") or "", "outputs", _ANSWER_KEYS),
+            "type": metadata.get("type") or "",
+            "gold": metadata.get("gold"),
+            "metadata": json_safe(
+                {
+                    **{k: v for k, v in metadata.items() if k not in ("type", "gold", "id", "question_id")},
+                    **({"split": data["split"]} if not is_blank(data.get("split")) else {}),
+                },
+                "metadata",
+            ),
+        }
+    raise ValueError(f"no question adapter for {tool}")
+
+
+# ----------------------------------------------------------------------------------------------
+# A run's rows
+# ----------------------------------------------------------------------------------------------
+
+
+def deepeval_row(data: dict[str, Any]) -> dict[str, Any]:
+    """A DeepEval test case (``test_run_*.json``'s ``testCases[]``) as a plain row, with its question text.
+
+    Each of ``metricsData`` becomes a judge score named as DeepEval names the metric; its reason,
+    threshold and verdict are kept in the row's metadata.
+    """
+    text = as_text(data.get("input"), "input", required=True)
+    metadata = _first(data, "metadata", "additionalMetadata", "additional_metadata") or {}
+    scores: dict[str, float | None] = {}
+    details: dict[str, Any] = {}
+    for i, metric in enumerate(as_list(_first(data, "metricsData", "metrics_data"), "metricsData")):
+        where = f"metricsData[{i}]"
+        if not isinstance(metric, dict):
+            raise FieldError(where, "must be an object with name and score")
+        name = as_text(metric.get("name"), f"{where}.name", required=True).strip()
+        scores[name] = as_number(metric.get("score"), f"{where}.score")
+        details[name] = {
+            k: metric.get(k) for k in ("threshold", "success", "reason", "evaluationModel", "error") if k in metric
+        }
+    row = {
+        "id": _metadata_id(metadata),
+        "_text": text,
+        "context": _contexts(_first(data, "retrievalContext", "retrieval_context") or [], "retrievalContext"),
+        "answer": _text_of(_first(data, "actualOutput", "actual_output") or "", "actualOutput", _ANSWER_KEYS),
+        "scores": scores,
+        "deepeval_metrics": details,
+    }
+    for key in ("name", "success", "order", "runDuration", "evaluationCost"):
+        if key in data and not is_blank(data[key]):
+            row[f"deepeval_{key}"] = data[key]
+    return row
+
+
+def langfuse_score_rows(records: Iterable[Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Langfuse scores (one a line) grouped into one row a question: its ``EVAL`` and ``API`` scores (a judge's
+    or a program's) become the row's judge scores; ``ANNOTATION`` scores are people's labels, read by
+    import_labels, and are left out here. The question is named in the score's metadata (``question_id``)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for record in records:
+        data = record.data
+        if str(data.get("source") or "").upper() == "ANNOTATION":
+            continue
+        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        qid = _metadata_id(metadata)
+        name = str(data.get("name") or "").strip()
+        if is_blank(qid) or not name:
+            yield record.line, {"_langfuse_error": "metadata.question_id" if name else "name"}
+            continue
+        row = rows.setdefault(str(qid), {"line": record.line, "scores": {}, "traces": []})
+        kind = str(data.get("dataType") or "NUMERIC").upper()
+        value = data.get("value") if kind != "CATEGORICAL" else None
+        row["scores"][name] = value
+        if kind == "CATEGORICAL":
+            row.setdefault("labels", {})[name] = data.get("stringValue")
+        if data.get("traceId") and data["traceId"] not in row["traces"]:
+            row["traces"].append(data["traceId"])
+    for qid, row in rows.items():
+        labels = {"langfuse_labels": row["labels"]} if "labels" in row else {}
+        yield row["line"], {"id": qid, "scores": row["scores"], "langfuse_traces": row["traces"], **labels}
