@@ -92,16 +92,21 @@ def stratified_allocation(
     share = {v: floor if v in lifted else (1.0 - floor * len(lifted)) * population_share[v] / rest for v in present}
     wanted = {v: share[v] * size for v in present}
     class_alloc = {v: min(present[v], int(round(wanted[v]))) for v in present}
-    # fix rounding and capacity: hand out or take back one at a time
-    while sum(class_alloc.values()) < size:
+    # fix rounding and capacity: hand out (or take back) one at a time to the class furthest below
+    # (above) its wanted count, in steps that give the same result as one at a time
+    while (missing := size - sum(class_alloc.values())) > 0:
         room = [v for v in present if class_alloc[v] < present[v]]
         if not room:
             break
-        v = max(room, key=lambda c: (wanted[c] - class_alloc[c], str(c)))
-        class_alloc[v] += 1
-    while sum(class_alloc.values()) > size:
-        v = max(present, key=lambda c: (class_alloc[c] - wanted[c], str(c)))
-        class_alloc[v] -= 1
+        gaps = sorted(((wanted[c] - class_alloc[c], str(c)), c) for c in room)
+        v = gaps[-1][1]
+        step = max(1, math.floor(gaps[-1][0][0] - gaps[-2][0][0])) if len(gaps) > 1 else missing
+        class_alloc[v] += min(step, missing, present[v] - class_alloc[v])
+    while (excess := sum(class_alloc.values()) - size) > 0:
+        gaps = sorted(((class_alloc[c] - wanted[c], str(c)), c) for c in present)
+        v = gaps[-1][1]
+        step = max(1, math.floor(gaps[-1][0][0] - gaps[-2][0][0])) if len(gaps) > 1 else excess
+        class_alloc[v] -= min(step, excess)
     out: dict[tuple[Hashable, Hashable], int] = {key: 0 for key in strata}
     for verdict, n_v in class_alloc.items():
         members = {key: count for key, count in strata.items() if key[1] == verdict}
