@@ -24,7 +24,7 @@ from .services.names import check_name
 from .services.problems import ImportFailed, ImportProblem, UserFacingError, about_field
 from .services.readers import detect_format
 from .services.runs import GAINS, run_import
-from .services.uploads import discarding_uploads
+from .services.uploads import discarding_uploads, upload_exists
 
 IMPORT_EVALSET = "import_evalset"
 IMPORT_RUN = "import_run"
@@ -39,7 +39,7 @@ def _path(value: str | None) -> Path | None:
 
 def _check_file(path: str, display: str | None, fmt: str | None) -> None:
     file = Path(path)
-    if not file.is_file():
+    if not upload_exists(path):
         raise ImportFailed([ImportProblem(display or file.name, None, None, "no such file")])
     about_field("format" if fmt else "file", lambda: detect_format(file, fmt))
 
@@ -68,7 +68,7 @@ def request_evalset_import(*, params: EvalSetImportParams, user: Any = None, sta
     _check_file(params.path, params.display_name, params.format)
     if params.mode not in ("replace", "extend"):
         raise UserFacingError(f"mode must be 'replace' or 'extend', got {params.mode!r}", field="extend")
-    if params.topics_path and not Path(params.topics_path).is_file():
+    if params.topics_path and not upload_exists(params.topics_path):
         raise UserFacingError(f"{params.topics_path}: no such file (topics)", field="topics")
     versions = EvalSetVersion.objects.filter(eval_set__name=params.name)
     if params.base_version is not None and not versions.filter(number=params.base_version).exists():
@@ -132,7 +132,7 @@ def request_run_import(*, params: RunImportParams, user: Any = None, start: bool
     """Accept a run import as a job, or refuse it at once (bad name, unknown eval set, bad judge config...)."""
     about_field("name", lambda: check_name(params.name, what="run"))
     _check_file(params.path, params.display_name, params.format)
-    if params.chunks_path and not Path(params.chunks_path).is_file():
+    if params.chunks_path and not upload_exists(params.chunks_path):
         raise UserFacingError(f"{params.chunks_path}: no such file (chunk map)", field="chunks")
     if params.gain not in GAINS:
         raise UserFacingError(f"gain must be 'exponential' or 'linear', got {params.gain!r}", field="gain")

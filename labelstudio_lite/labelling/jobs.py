@@ -18,7 +18,7 @@ from evalcore.selectors import NotFound
 from evalcore.services.jobs import Progress, job_cancel_requested, job_request, register_job_kind
 from evalcore.services.judge_configs import normalize_judge_config
 from evalcore.services.problems import UserFacingError, about_field
-from evalcore.services.uploads import discarding_uploads
+from evalcore.services.uploads import discarding_uploads, upload_exists
 
 from .models import Campaign
 from .selectors import campaign_get
@@ -34,7 +34,7 @@ TRY_PROMPT = "try_prompt"
 def _check_campaign_and_file(params: LabelImportParams | VerdictImportParams) -> Campaign:
     """Refuse at once what the job would fail on: no such campaign, no such file."""
     campaign = about_field("campaign", lambda: campaign_get(params.campaign))
-    if not Path(params.path).is_file():
+    if not upload_exists(params.path):
         raise UserFacingError(f"{params.display_name or Path(params.path).name}: no such file", field="file")
     return campaign
 
