@@ -7,6 +7,7 @@ no broker. Production sets ``DATABASE_URL``, ``CELERY_BROKER_URL``, ``SECRET_KEY
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import tempfile
@@ -171,6 +172,10 @@ MEDIA_URL = "media/"
 STORAGE_S3_BUCKET = envstr("STORAGE_S3_BUCKET", "")
 _default_storage: dict = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
 if STORAGE_S3_BUCKET:
+    if importlib.util.find_spec("boto3") is None:
+        raise ImproperlyConfigured(
+            "STORAGE_S3_BUCKET is set but boto3 is not installed: pip install 'labelstudio-lite[s3]' (or boto3)"
+        )
     _default_storage = {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
