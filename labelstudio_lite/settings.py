@@ -70,6 +70,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",  # request latency for /metrics (with the After one, last)
     "labelstudio_lite.middleware.ServerTimingMiddleware",  # its figure covers everything below
+    "labelstudio_lite.middleware.UploadCleanupMiddleware",  # upload temporary files deleted however a request ends
     "django.middleware.security.SecurityMiddleware",
     "django_permissions_policy.PermissionsPolicyMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -369,6 +370,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # to the storage; Django deletes it when the request ends or the client goes away, and cleanup_uploads
 # removes what a killed process left.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "labelstudio_lite.middleware.TemporaryFileUploadHandler",
+]
 FILE_UPLOAD_TEMP_DIR = envstr("FILE_UPLOAD_TEMP_DIR", str(VAR_DIR / "tmp"))
 Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 
