@@ -56,7 +56,10 @@ def check_broker() -> str:
 def check_storage() -> str:
     from django.core.files.storage import default_storage
 
-    default_storage.exists("uploads/.readyz")  # a folder that is there, or a bucket that answers
+    try:
+        default_storage.listdir("uploads")  # a folder that is there, or a bucket that answers a listing
+    except FileNotFoundError:  # a local storage that has stored nothing yet
+        pass
     return type(default_storage).__name__
 
 

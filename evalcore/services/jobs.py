@@ -291,7 +291,7 @@ def _finish(
         done=progress.get("total") or progress.get("done") or 0,
         total=progress.get("total"),
     )
-    cache.delete(_key(job_id))
+    cache.delete_many([_key(job_id), _alive_key(job_id)])
 
 
 def job_cancel(*, job: Job, user: Any = None) -> Job:
@@ -453,12 +453,8 @@ class _Alive:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stop.set()
+        self.stop.set()  # the key itself is deleted by _finish, once the job's row says how it ended
         self.thread.join(timeout=5)
-        try:
-            cache.delete(_alive_key(self.job_id))
-        except Exception:
-            pass
 
 
 def runner_gone(job: Job) -> bool:

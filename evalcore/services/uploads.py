@@ -142,10 +142,13 @@ def discard_upload(path: str | Path | None) -> bool:
         return False
     value = str(path)
     if is_stored(value):
+        name = value[len(STORED) :]
         try:
-            default_storage.delete(value[len(STORED) :])
+            default_storage.delete(name)
         except Exception:  # the storage being away must not hide the job's own outcome; cleanup_uploads retries
             return False
+        with contextlib.suppress(NotImplementedError, OSError):
+            Path(default_storage.path(name)).parent.rmdir()  # a local folder: its now empty folder too
         return True
     file = Path(value)  # a local path under MEDIA_ROOT/uploads/ (jobs from before the storage API)
     try:

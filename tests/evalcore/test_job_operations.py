@@ -218,3 +218,17 @@ def test_a_visibility_timeout_below_the_time_limit_stops_start_up(tmp_path):
     )
     assert result.returncode != 0
     assert "CELERY_VISIBILITY_TIMEOUT=3600 must be above JOB_TIME_LIMIT=7200" in result.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_command_while_the_broker_is_down_says_so_in_one_line_and_leaves_no_job_and_no_upload(broker_down, tmp_path):
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    path = write_jsonl(tmp_path / "questions.jsonl", QUESTIONS)
+    with pytest.raises(CommandError) as refused:
+        call_command("import_evalset", str(path), "--name", "support", "--quiet", stdout=io.StringIO())
+    assert str(refused.value).startswith("The job queue (broker) is unavailable") and "\n" not in str(refused.value)
+    assert not Job.objects.exists() and list(stored_uploads()) == [] and path.exists()

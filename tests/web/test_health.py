@@ -54,7 +54,7 @@ def test_readyz_names_unapplied_migrations_and_an_unreachable_storage(monkeypatc
         app_label, name = "evalcore", "0099_future"
 
     monkeypatch.setattr(MigrationExecutor, "migration_plan", lambda self, targets: [(Pending, False)])
-    monkeypatch.setattr(default_storage, "exists", lambda name: (_ for _ in ()).throw(OSError("bucket unreachable")))
+    monkeypatch.setattr(default_storage, "listdir", lambda name: (_ for _ in ()).throw(OSError("bucket unreachable")))
     checks = Client().get("/readyz").json()["checks"]
     assert checks["migrations"] == {**checks["migrations"], "ok": False}
     assert "evalcore.0099_future" in checks["migrations"]["detail"] and "migrate" in checks["migrations"]["detail"]
