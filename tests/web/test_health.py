@@ -39,6 +39,7 @@ def test_readyz_names_a_broker_that_does_not_answer(settings, monkeypatch):
 
     settings.CELERY_TASK_ALWAYS_EAGER = False
     monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:1/0")  # Celery reads it before its own setting
     response = Client().get("/readyz")
     assert response.status_code == 503
     checks = response.json()["checks"]
