@@ -11,6 +11,8 @@ import http.client
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 import uuid
 
@@ -22,7 +24,7 @@ from tests.evalcore.conftest import subprocess_env
 from tests.factories import QUESTIONS, make_campaign, ok_rows
 from tests.s3server import bucket_keys, s3_env, s3_server
 
-from .hosts import Deployment, parent_of, redis_server, request, upload
+from .hosts import ROOT, Deployment, parent_of, redis_server, request, upload
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -137,6 +139,29 @@ def test_two_hosts_and_two_workers_survive_killed_workers_a_stopped_broker_and_t
                 assert status == 201, label
                 labelled += 1
             assert labelled == len(ok_rows()) == Label.objects.filter(item__campaign__name="deploy").count()
+
+            # the command line on a third machine sends the file itself (the worker cannot read its path)
+            elsewhere = tmp_path / "laptop"
+            elsewhere.mkdir()
+            (elsewhere / "questions.jsonl").write_bytes(jsonl(QUESTIONS))
+            command = subprocess.run(
+                [
+                    sys.executable,
+                    "manage.py",
+                    "import_evalset",
+                    str(elsewhere / "questions.jsonl"),
+                    "--name",
+                    "cli-set",
+                ],
+                cwd=ROOT,
+                env=deployment.host_env("laptop"),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert command.returncode == 0, command.stderr + logs()
+            assert Job.objects.get(params__name="cli-set").params["path"].startswith("stored:uploads/")
+            assert EvalSetVersion.objects.get(eval_set__name="cli-set").question_count == len(QUESTIONS)
 
             # a pool child killed mid-import (as the OOM killer does): failed with the reason, nothing kept
             status, job = upload(
