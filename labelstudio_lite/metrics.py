@@ -67,10 +67,13 @@ def _broker_metrics() -> Iterator[Metric]:
     try:
         with app.connection_for_read() as connection:
             connection.ensure_connection(max_retries=1, timeout=2)
-            declared = connection.default_channel.queue_declare(queue=queue, passive=True)
-            depth.add_metric([queue], declared.message_count)
+            try:
+                waiting = connection.default_channel.queue_declare(queue=queue, passive=True).message_count
+            except connection.channel_errors:  # Redis drops an empty queue's list: "no queue" is an empty one
+                waiting = 0
+            depth.add_metric([queue], waiting)
         up.add_metric([], 1)
-    except Exception as error:  # a queue not declared yet, or the broker away: say it, do not fail the scrape
+    except Exception as error:  # the broker away: say it, do not fail the scrape
         logger.warning("metrics: the broker's queue %r could not be read: %s", queue, error)
         up.add_metric([], 0)
     yield up

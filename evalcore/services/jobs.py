@@ -458,12 +458,13 @@ class _Alive:
 
 
 def runner_gone(job: Job) -> bool:
-    """Whether the process running ``job`` is gone: on this host from the process table, on another host
-    from its alive key in the shared cache (lapsed for ``3 × JOB_HEARTBEAT_SECONDS``)."""
+    """Whether the process running ``job`` is gone, or no longer runs it: on this host from the process table;
+    on any host, with a shared cache, from its alive key (lapsed for ``3 × JOB_HEARTBEAT_SECONDS``: the process
+    died, or its task ended without recording the job's end, e.g. while the database was away)."""
     if not job.runner:
         return False
-    if job.runner.startswith(f"{socket.gethostname()}:"):
-        return _gone(job.runner)
+    if job.runner.startswith(f"{socket.gethostname()}:") and _gone(job.runner):
+        return True
     if not _shared_cache() or job.started_at is None:
         return False
     if timezone.now() - job.started_at < timedelta(seconds=_alive_ttl()):

@@ -85,6 +85,7 @@ def test_two_hosts_and_two_workers_survive_killed_workers_a_stopped_broker_and_t
             CELERY_TASK_ALWAYS_EAGER="0",
             SECRET_KEY="one-secret-key-for-every-host-" + uuid.uuid4().hex,
             JOB_HEARTBEAT_SECONDS="1",
+            METRICS_TOKEN="deploy-metrics-token",
             DEBUG="0",
             LOG_LEVEL="INFO",
             **s3_env(endpoint),
@@ -197,6 +198,15 @@ def test_two_hosts_and_two_workers_survive_killed_workers_a_stopped_broker_and_t
             )
             assert finished_job(b.port, owner_token, job["id"], 300, logs)["status"] == "succeeded"
             assert EvalSetVersion.objects.get(eval_set__name="big").questions.count() == BIG
+
+            # metrics for operators, from either host: requests, jobs, the broker's queue
+            status, metrics = request(
+                a.port, "GET", "/metrics", headers={"Authorization": "Bearer deploy-metrics-token"}
+            )
+            assert status == 200 and "django_http_requests_latency_seconds_by_view_method_bucket" in metrics
+            assert 'lsl_jobs{kind="import_evalset",status="failed"} 2.0' in metrics
+            assert "lsl_job_duration_seconds_bucket" in metrics and "lsl_broker_up 1.0" in metrics
+            assert 'lsl_queue_depth{queue="celery"} 0.0' in metrics
 
             # the broker stops while an upload is on its way: a JSON 503, no job, no upload, /readyz says why
             jobs_before = Job.objects.count()

@@ -232,3 +232,16 @@ def test_a_command_while_the_broker_is_down_says_so_in_one_line_and_leaves_no_jo
         call_command("import_evalset", str(path), "--name", "support", "--quiet", stdout=io.StringIO())
     assert str(refused.value).startswith("The job queue (broker) is unavailable") and "\n" not in str(refused.value)
     assert not Job.objects.exists() and list(stored_uploads()) == [] and path.exists()
+
+
+@pytest.mark.django_db
+def test_a_job_whose_task_ended_without_recording_its_end_is_failed_though_its_process_lives_on(monkeypatch):
+    """A pool process outlives the task (the database was away when the job's end was written): the alive key lapses."""
+    monkeypatch.setattr(jobs_service, "_shared_cache", lambda: True)
+    job = Job.objects.create(
+        kind=IMPORT_EVALSET,
+        status=Job.Status.RUNNING,
+        runner=this_process(),
+        started_at=timezone.now() - timedelta(minutes=5),
+    )
+    assert job_reap(job)

@@ -114,6 +114,22 @@ def test_metrics_give_request_latency_and_the_jobs_to_the_token_s_bearer(setting
     assert Client().get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 403
 
 
+def test_metrics_give_how_long_finished_jobs_ran(settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.METRICS_TOKEN = "s3cret-metrics-token"
+    now = timezone.now()
+    Job.objects.create(
+        kind="gate", status=Job.Status.SUCCEEDED, started_at=now - timedelta(seconds=10), finished_at=now
+    )
+    text = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-metrics-token").content.decode()
+    assert 'lsl_job_duration_seconds_bucket{kind="gate",le="5.0",status="succeeded"} 0.0' in text
+    assert 'lsl_job_duration_seconds_bucket{kind="gate",le="15.0",status="succeeded"} 1.0' in text
+    assert 'lsl_job_duration_seconds_sum{kind="gate",status="succeeded"} 10.0' in text
+
+
 def test_metrics_are_open_to_staff(client, django_user_model):
     staff = django_user_model.objects.create_user("sam", password="staff-pass-123", is_staff=True)
     client.force_login(staff)
