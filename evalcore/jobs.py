@@ -25,7 +25,7 @@ from .services.problems import ImportFailed, ImportProblem, UserFacingError, abo
 from .services.readers import detect_format
 from .services.runs import GAINS, run_import
 from .services.trec import TIE_ORDERS
-from .services.uploads import discarding_uploads
+from .services.uploads import discarding_uploads, local_file, upload_exists
 
 IMPORT_EVALSET = "import_evalset"
 IMPORT_RUN = "import_run"
@@ -40,10 +40,10 @@ def _path(value: str | None) -> Path | None:
 
 def _check_file(path: str, display: str | None, fmt: str | None, *, door: str) -> None:
     """Refuse at once a missing file, or one whose format (named, or told from its name and content) this door does not take."""
-    file = Path(path)
-    if not file.is_file():
-        raise ImportFailed([ImportProblem(display or file.name, None, None, "no such file")])
-    about_field("format" if fmt else "file", lambda: detect_format(file, fmt, door=door, display=display))
+    if not upload_exists(path):
+        raise ImportFailed([ImportProblem(display or Path(path).name, None, None, "no such file")])
+    with local_file(path) as file:
+        about_field("format" if fmt else "file", lambda: detect_format(file, fmt, door=door, display=display))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -70,7 +70,7 @@ def request_evalset_import(*, params: EvalSetImportParams, user: Any = None, sta
     _check_file(params.path, params.display_name, params.format, door="questions")
     if params.mode not in ("replace", "extend"):
         raise UserFacingError(f"mode must be 'replace' or 'extend', got {params.mode!r}", field="extend")
-    if params.topics_path and not Path(params.topics_path).is_file():
+    if params.topics_path and not upload_exists(params.topics_path):
         raise UserFacingError(f"{params.topics_path}: no such file (topics)", field="topics")
     versions = EvalSetVersion.objects.filter(eval_set__name=params.name)
     if params.base_version is not None and not versions.filter(number=params.base_version).exists():
@@ -137,7 +137,7 @@ def request_run_import(*, params: RunImportParams, user: Any = None, start: bool
     """Accept a run import as a job, or refuse it at once (bad name, unknown eval set, bad judge config...)."""
     about_field("name", lambda: check_name(params.name, what="run"))
     _check_file(params.path, params.display_name, params.format, door="run")
-    if params.chunks_path and not Path(params.chunks_path).is_file():
+    if params.chunks_path and not upload_exists(params.chunks_path):
         raise UserFacingError(f"{params.chunks_path}: no such file (chunk map)", field="chunks")
     if params.gain is not None and params.gain not in GAINS:
         raise UserFacingError(f"gain must be 'exponential' or 'linear', got {params.gain!r}", field="gain")

@@ -6,9 +6,13 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 
-@shared_task(name="evalcore.run_job", acks_late=True)
+@shared_task(name="evalcore.run_job", acks_late=True, reject_on_worker_lost=True)
 def run_job(job_id: int) -> str:
-    """Run one job to the end (see :func:`evalcore.services.jobs.job_run`); return its status."""
+    """Run one job to the end (see :func:`evalcore.services.jobs.job_run`); return its status.
+
+    Delivered again after its worker process died, it finds the job running with a dead process and
+    fails it with the reason (a judge run resumes instead); a job that is still running is left alone.
+    """
     from .models import Job
     from .services.jobs import job_run
 

@@ -10,6 +10,7 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
+from django.core.files import uploadhandler
 from django.db import OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
@@ -172,3 +173,31 @@ class DatabaseBusyMiddleware:
             response = HttpResponse(body, status=503)
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
+
+
+class TemporaryFileUploadHandler(uploadhandler.TemporaryFileUploadHandler):
+    """Django's handler for uploads over FILE_UPLOAD_MAX_MEMORY_SIZE (streamed to a temporary file), which
+    also tells the request about its file, so :class:`UploadCleanupMiddleware` deletes it however the request
+    ended. Django deletes it itself only when the body was read to the end: a client that goes away mid-upload
+    (gunicorn raises while the body is read) left it behind."""
+
+    def new_file(self, *args: Any, **kwargs: Any) -> None:
+        super().new_file(*args, **kwargs)
+        self.request.__dict__.setdefault("_upload_temp_files", []).append(self.file)
+
+
+class UploadCleanupMiddleware:
+    """Close (and so delete) every upload temporary file once the request is answered, whatever happened."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            return self.get_response(request)
+        finally:
+            for file in request.__dict__.pop("_upload_temp_files", []):
+                try:
+                    file.close()  # a TemporaryUploadedFile: closing deletes it (moved already: nothing to do)
+                except OSError:
+                    logger.warning("could not delete the upload temporary file %s", getattr(file, "name", "?"))

@@ -7,6 +7,7 @@ no broker. Production sets ``DATABASE_URL``, ``CELERY_BROKER_URL``, ``SECRET_KEY
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import tempfile
@@ -60,13 +61,16 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "axes",
     "csp",
+    "django_prometheus",
     "labelstudio_lite.accounts",
     "evalcore",
     "labelstudio_lite.labelling",
 ]
 
 MIDDLEWARE = [
-    "labelstudio_lite.middleware.ServerTimingMiddleware",  # first: its figure covers everything below
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",  # request latency for /metrics (with the After one, last)
+    "labelstudio_lite.middleware.ServerTimingMiddleware",  # its figure covers everything below
+    "labelstudio_lite.middleware.UploadCleanupMiddleware",  # upload temporary files deleted however a request ends
     "django.middleware.security.SecurityMiddleware",
     "django_permissions_policy.PermissionsPolicyMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -164,8 +168,33 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 MEDIA_ROOT = Path(envstr("MEDIA_ROOT", str(VAR_DIR / "media")))
 MEDIA_URL = "media/"
+# Uploads (the only files the app stores) go where every host reaches them: a folder under MEDIA_ROOT
+# (shared, e.g. over NFS, when web and workers are on several hosts) or S3-compatible object storage.
+STORAGE_S3_BUCKET = envstr("STORAGE_S3_BUCKET", "")
+_default_storage: dict = {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+if STORAGE_S3_BUCKET:
+    if importlib.util.find_spec("boto3") is None:
+        raise ImproperlyConfigured(
+            "STORAGE_S3_BUCKET is set but boto3 is not installed: pip install 'labelstudio-lite[s3]' (or boto3)"
+        )
+    _default_storage = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": STORAGE_S3_BUCKET,
+            "endpoint_url": envstr("STORAGE_S3_ENDPOINT_URL", "") or None,  # MinIO, Ceph, R2...; empty: AWS
+            "region_name": envstr("STORAGE_S3_REGION", "") or None,
+            # empty: boto3's own chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ~/.aws, an instance role)
+            "access_key": envstr("STORAGE_S3_ACCESS_KEY_ID", "") or None,
+            "secret_key": envstr("STORAGE_S3_SECRET_ACCESS_KEY", "") or None,
+            "location": envstr("STORAGE_S3_PREFIX", ""),
+            "addressing_style": envchoice("STORAGE_S3_ADDRESSING_STYLE", "path", ("path", "virtual", "auto")),
+            "default_acl": None,
+            "file_overwrite": False,
+            "querystring_auth": True,
+        },
+    }
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": _default_storage,
     "staticfiles": {
         "BACKEND": envstr("STATICFILES_BACKEND", "django.contrib.staticfiles.storage.StaticFilesStorage"),
     },
@@ -241,9 +270,34 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = envstr("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# A task is acknowledged when it ends, and given back to the broker when its worker process dies
+# (a pool child killed by the OOM killer): the task delivered again finds its job's process gone and
+# fails it with the reason (or resumes a judge run); it never runs a job twice (see jobs.py).
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Time limits of one job: at the soft limit the job stops and is failed with the reason; at the hard
+# limit its process is killed (and the job failed by the reaper).
+CELERY_TASK_TIME_LIMIT = envint("JOB_TIME_LIMIT", 6 * 3600, minimum=60)
+CELERY_TASK_SOFT_TIME_LIMIT = envint("JOB_SOFT_TIME_LIMIT", CELERY_TASK_TIME_LIMIT - 60, minimum=30)
+if CELERY_TASK_SOFT_TIME_LIMIT >= CELERY_TASK_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        f"JOB_SOFT_TIME_LIMIT={CELERY_TASK_SOFT_TIME_LIMIT} must be below JOB_TIME_LIMIT={CELERY_TASK_TIME_LIMIT}"
+    )
+# Redis (and SQS) give an unacknowledged task to another worker after this many seconds: it must be
+# above the longest job, or a job still running would be delivered again (Redis's default is one hour).
+CELERY_VISIBILITY_TIMEOUT = envint("CELERY_VISIBILITY_TIMEOUT", CELERY_TASK_TIME_LIMIT + 3600, minimum=60)
+if CELERY_VISIBILITY_TIMEOUT <= CELERY_TASK_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        f"CELERY_VISIBILITY_TIMEOUT={CELERY_VISIBILITY_TIMEOUT} must be above JOB_TIME_LIMIT={CELERY_TASK_TIME_LIMIT} "
+        "(the longest a job may run), or a running job's task is delivered again"
+    )
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+# A process running a job refreshes a key in the shared cache this often; 3 missed beats and any host
+# may call the job's process gone.
+JOB_HEARTBEAT_SECONDS = envint("JOB_HEARTBEAT_SECONDS", 5, minimum=1)
 # In embedded mode, long tasks started from a web request run in a background thread of the
 # server process so the request returns at once; tests turn this off to run them inline.
 EMBEDDED_TASKS_IN_THREAD = envbool("EMBEDDED_TASKS_IN_THREAD", True)
@@ -268,6 +322,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["labelstudio_lite.throttles.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": envstr("API_THROTTLE_USER", "1200/minute")},
     "DEFAULT_PAGINATION_CLASS": "labelstudio_lite.rest.Pagination",
+    # an outage (database, broker, storage) is a JSON 503 with Retry-After, never an HTML 500
+    "EXCEPTION_HANDLER": "labelstudio_lite.outage.api_exception_handler",
     "PAGE_SIZE": 100,
 }
 SPECTACULAR_SETTINGS = {
@@ -310,7 +366,16 @@ IMPORT_MAX_LINE_BYTES = envint("IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024, minimu
 IMPORT_MAX_DECOMPRESSED_BYTES = envint("IMPORT_MAX_DECOMPRESSED_BYTES", 4 * 1024 * 1024 * 1024, minimum=1024)
 IMPORT_MAX_PROBLEMS = envint("IMPORT_MAX_PROBLEMS", 50, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# Uploads over 2 MiB are streamed to a temporary file here (never held in memory), then moved or streamed
+# to the storage; Django deletes it when the request ends or the client goes away, and cleanup_uploads
+# removes what a killed process left.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "labelstudio_lite.middleware.TemporaryFileUploadHandler",
+]
+FILE_UPLOAD_TEMP_DIR = envstr("FILE_UPLOAD_TEMP_DIR", str(VAR_DIR / "tmp"))
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
 
 LOGGING = {
     "version": 1,
@@ -336,3 +401,9 @@ CACHES = {
 # Retry-After (DatabaseBusyMiddleware; never a 500) and the labelling page sends it again later.
 DB_BUSY_RETRY_SECONDS = envfloat("DB_BUSY_RETRY_SECONDS", 3.0)
 MIDDLEWARE.append("labelstudio_lite.middleware.DatabaseBusyMiddleware")
+MIDDLEWARE.append("django_prometheus.middleware.PrometheusAfterMiddleware")
+
+# /metrics (Prometheus): staff users, or a scraper sending "Authorization: Bearer <METRICS_TOKEN>".
+METRICS_TOKEN = envstr("METRICS_TOKEN", "")
+# Latency buckets of the request histogram (seconds): the labelling endpoints answer in tens of ms, uploads in minutes.
+PROMETHEUS_LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, float("inf"))

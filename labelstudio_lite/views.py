@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template import loader
@@ -10,6 +12,7 @@ from django.views.decorators.http import require_GET
 from labelstudio_lite.accounts.access import is_eval_owner
 
 from .dashboard import annotator_campaigns, owner_home
+from .outage import outage_response
 
 
 @require_GET
@@ -49,7 +52,13 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """500: JSON for the API; the site's layout when it can be drawn, plain words when even that fails; never a traceback."""
+    """500: JSON for the API; the site's layout when it can be drawn, plain words when even that fails; never a traceback.
+
+    An outage (the database or the broker away) is a 503 with Retry-After instead, in the same two forms.
+    """
+    unavailable = outage_response(request, sys.exc_info()[1])
+    if unavailable is not None:
+        return unavailable
     if _wants_json(request):
         return JsonResponse({"detail": "Internal error; the server log has the details."}, status=500)
     try:

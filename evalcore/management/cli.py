@@ -8,11 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from ..models import Job
-from ..services.jobs import job_follow, jobs_recover
+from ..services.jobs import BrokerUnavailable, job_follow, jobs_recover
 from ..services.problems import UserFacingError
+from ..services.uploads import discard_uploads_of, store_local_files
 
 
 class ProgressBar:
@@ -53,11 +55,16 @@ def run_job_cli(
     """
     bar = ProgressBar(stderr or sys.stderr, label)
     jobs_recover()
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        params = store_local_files(params)  # the worker may be on another host: it gets the files, not paths
     try:
         job = request(params=params, start=False)
+        job = job_follow(job, on_progress=(lambda *args: None) if quiet else bar)
     except UserFacingError as error:
         raise CommandError(str(error)) from None
-    job = job_follow(job, on_progress=(lambda *args: None) if quiet else bar)
+    except BrokerUnavailable as error:
+        discard_uploads_of(params)
+        raise CommandError(str(error)) from None
     bar.close()
     if job.status == Job.Status.FAILED:
         raise CommandError(job.error)

@@ -72,20 +72,30 @@ def validated(
         yield record.line, value
 
 
-def create_once(create: Callable[[], T], *, existing: Callable[[], T | None]) -> tuple[T, bool]:
+def create_once(
+    create: Callable[[], T],
+    *,
+    existing: Callable[[], T | None],
+    taken: Callable[[], BaseException | None] = lambda: None,
+) -> tuple[T, bool]:
     """Run ``create`` in one transaction; return ``(object, True)``.
 
     When the database refuses it because a concurrent import stored the same thing first (a
-    unique constraint), return ``(existing(), False)`` instead; any other refusal is raised.
+    unique constraint), return ``(existing(), False)`` instead; when a concurrent import took the
+    name with different content, raise what ``taken()`` returns (the message a later import would
+    get); any other refusal is raised.
     """
     try:
         with transaction.atomic():
             return create(), True
     except IntegrityError:
         found = existing()
-        if found is None:
+        if found is not None:
+            return found, False
+        refusal = taken()
+        if refusal is None:
             raise
-        return found, False
+        raise refusal from None
 
 
 def in_batches(values: Iterable[T], size: int) -> Iterator[list[T]]:

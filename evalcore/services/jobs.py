@@ -21,6 +21,17 @@ Cancel and resume (added for the judge jobs; kept small and general):
   records) is claimed with a conditional ``UPDATE`` and its row's ``heartbeat_at`` is refreshed
   with every progress report; a running job whose heartbeat is older than ``JOB_STALE_SECONDS``
   lost its worker, and :func:`jobs_resume_stale` (called when a worker starts) queues it again.
+
+Never hang, never run twice (see docs/deploy.md):
+
+* a job's row stays ``queued`` only once the broker accepted its task: when the broker refuses it, the
+  row is deleted and :class:`BrokerUnavailable` raised (the door answers 503, the uploads are deleted);
+* the process running a job keeps a key alive in the shared cache (:class:`_Alive`), so any host
+  can tell that a job's process is gone (a pool child killed by the OOM killer, a worker killed, a
+  host lost): :func:`job_reap` marks such a job failed with the reason, and it is called by the
+  job's page, the CLI that follows it, every door that asks for a job, a starting worker and the
+  task itself when the broker delivers it again (``task_reject_on_worker_lost``);
+* a non-resumable job is claimed only while ``queued``: a task delivered twice runs it once.
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.cache import cache
 from django.db import close_old_connections, connection, transaction
@@ -44,7 +56,7 @@ from django.utils import timezone
 from ..models import Job
 from .importing import Progress, no_progress
 from .problems import ImportFailed, UserFacingError
-from .uploads import discard_uploads_of
+from .uploads import discard_uploads_of, local_files
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +76,10 @@ class JobKind:
 
 
 JOB_KINDS: dict[str, JobKind] = {}
+
+
+class BrokerUnavailable(Exception):
+    """The broker did not accept a job's task: nothing was queued (answered 503, never a job left "queued")."""
 
 
 class JobCancelled(Exception):
@@ -123,9 +139,11 @@ def job_request(*, kind: str, params: Any, user: Any = None, start: bool = True)
 def job_enqueue(job: Job) -> None:
     """Start the job's task once the current transaction commits.
 
-    With a broker, the task goes to a Celery worker. In the embedded mode (tasks run in-process)
-    a web request must not wait for it, so it runs in a background thread of the server process,
-    unless ``EMBEDDED_TASKS_IN_THREAD`` is off (tests), where it runs inline.
+    With a broker, the task goes to a Celery worker; if the broker does not accept it the job row
+    is deleted and :class:`BrokerUnavailable` raised (no job is left "queued" that nobody will run).
+    In the embedded mode (tasks run in-process) a web request must not wait for it, so it runs in a
+    background thread of the server process, unless ``EMBEDDED_TASKS_IN_THREAD`` is off (tests),
+    where it runs inline.
     """
     from ..tasks import run_job
 
@@ -137,9 +155,30 @@ def job_enqueue(job: Job) -> None:
         if settings.CELERY_TASK_ALWAYS_EAGER:
             threading.Thread(target=_run_in_thread, args=(job.pk,), daemon=True, name=f"job-{job.pk}").start()
         else:
-            run_job.delay(job.pk)
+            job_send(job.pk)
 
     transaction.on_commit(start)
+
+
+#: How hard to try to hand a task to the broker before saying it is unavailable (about 2 s in all).
+BROKER_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1}
+
+
+def job_send(job_id: int, *, queue: str | None = None) -> None:
+    """Hand job ``job_id``'s task to the broker; if it is refused, delete the still-queued job and raise
+    :class:`BrokerUnavailable` (the caller's uploads are deleted by its request function)."""
+    from ..tasks import run_job
+
+    try:
+        run_job.apply_async(args=(job_id,), queue=queue, retry=True, retry_policy=BROKER_RETRY_POLICY)
+    except Exception as error:  # kombu's OperationalError, redis or amqp connection errors: the broker is away
+        Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).delete()
+        logger.error("the broker did not accept job %s: %s", job_id, error)
+        raise BrokerUnavailable(
+            f"The job queue (broker) is unavailable, so nothing was started and the upload was not kept: "
+            f"{type(error).__name__}: {error}. Try again in a minute; if it lasts, the operator checks the broker "
+            f"(CELERY_BROKER_URL) and /readyz."
+        ) from None
 
 
 def _run_in_thread(job_id: int) -> None:
@@ -172,6 +211,8 @@ def job_run(job_id: int, *, on_progress: Progress = no_progress) -> Job | None:
         claimable = Q(status=Job.Status.QUEUED) | Q(status=Job.Status.RUNNING) & (
             Q(heartbeat_at__lt=alive) | Q(heartbeat_at__isnull=True)
         )
+        if job.status == Job.Status.RUNNING and runner_gone(job):  # e.g. its pool child was killed: resume now
+            claimable |= Q(status=Job.Status.RUNNING, runner=job.runner)
         resumed = job.status == Job.Status.RUNNING
         claimed = Job.objects.filter(claimable, pk=job_id).update(
             status=Job.Status.RUNNING,
@@ -180,22 +221,32 @@ def job_run(job_id: int, *, on_progress: Progress = no_progress) -> Job | None:
             message="resuming from the cache" if resumed else "starting",
             runner=this_process(),
         )
-    else:
-        claimed = Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).update(
+    else:  # claimed once: a task the broker delivers again finds it running (or failed by the reaper)
+        claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
             status=Job.Status.RUNNING, started_at=now, message="starting", runner=this_process()
         )
     if not claimed:
+        job_reap(job)
         return Job.objects.filter(pk=job_id).first()
     params = None
     try:
         params = spec.params(**job.params)
-        result = spec.handler(params, job, progress)
+        with _Alive(job_id), local_files(params) as local:
+            result = spec.handler(local, job, progress)
     except JobCancelled:
         _finish(job_id, result={"cancelled": True}, status=Job.Status.CANCELLED)
     except ImportFailed as error:
         _finish(job_id, error=str(error), result={"problems": [p.as_dict() for p in error.problems]}, params=params)
     except UserFacingError as error:
         _finish(job_id, error=str(error), params=params)
+    except SoftTimeLimitExceeded:
+        limit = settings.CELERY_TASK_SOFT_TIME_LIMIT
+        _finish(
+            job_id,
+            error=f"The job ran longer than its time limit ({limit} s, JOB_SOFT_TIME_LIMIT) and was stopped; nothing "
+            "of an import was kept. Split the file, or ask the operator to raise the limit.",
+            params=params,
+        )
     except Exception as error:  # a job must record why it failed, whatever failed; the details go to the log only
         logger.exception("job %s (%s) failed", job_id, job.kind)
         _finish(
@@ -204,7 +255,7 @@ def job_run(job_id: int, *, on_progress: Progress = no_progress) -> Job | None:
             params=params,
         )
     else:
-        _finish(job_id, result=result)
+        _finish(job_id, result=result, params=params)
     return Job.objects.get(pk=job_id)
 
 
@@ -227,8 +278,8 @@ def progress_reporter(job_id: int) -> Progress:
 def _finish(
     job_id: int, *, result: dict[str, Any] | None = None, error: str = "", status: str | None = None, params: Any = None
 ) -> None:
-    if error and params is not None:
-        discard_uploads_of(params)  # a failed import's uploads are of no more use
+    if params is not None:
+        discard_uploads_of(params)  # a finished job's uploads are of no more use (its rows are in the database)
     progress = cache.get(_key(job_id)) or {}
     status = status or (Job.Status.FAILED if error else Job.Status.SUCCEEDED)
     Job.objects.filter(pk=job_id).update(
@@ -240,7 +291,7 @@ def _finish(
         done=progress.get("total") or progress.get("done") or 0,
         total=progress.get("total"),
     )
-    cache.delete(_key(job_id))
+    cache.delete_many([_key(job_id), _alive_key(job_id)])
 
 
 def job_cancel(*, job: Job, user: Any = None) -> Job:
@@ -282,12 +333,14 @@ def jobs_resume_stale(*, queue: str | None = None) -> list[int]:
 
         for job_id in jobs:
             logger.warning("job %s lost its worker; queued again to resume from the cache", job_id)
-            run_job.apply_async(args=(job_id,), queue=queue)
+            run_job.apply_async(args=(job_id,), queue=queue, retry=True, retry_policy=BROKER_RETRY_POLICY)
     return jobs
 
 
 def job_snapshot(job: Job) -> Job:
-    """Return the job with its latest progress from the cache merged in."""
+    """Return the job with its latest progress from the cache merged in (failed first if its process is gone)."""
+    if job.status == Job.Status.RUNNING and job_reap(job):
+        job.refresh_from_db()
     if job.status in (Job.Status.QUEUED, Job.Status.RUNNING):
         progress = cache.get(_key(job.pk))
         if progress:
@@ -309,9 +362,7 @@ def job_follow(job: Job, *, on_progress: Progress = no_progress, poll_seconds: f
         finished = job_run(job.pk, on_progress=on_progress)
         assert finished is not None
         return finished
-    from ..tasks import run_job
-
-    run_job.delay(job.pk)
+    job_send(job.pk)
     while True:
         time.sleep(poll_seconds)
         current = job_snapshot(Job.objects.get(pk=job.pk))
@@ -349,47 +400,122 @@ def _gone(runner: str) -> bool:
         return True
     except (ValueError, PermissionError, OSError):
         return False
+    if _state(pid) == "Z":  # killed, and not yet reaped by its parent (a pool child of a busy worker)
+        return True
     return bool(started) and _started(pid) not in ("", started)
 
 
+def _state(pid: int) -> str:
+    """Process ``pid``'s state letter (``R``, ``S``, ``Z``...) on Linux; "" where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def _alive_key(job_id: int) -> str:
+    return f"job-alive:{job_id}"
+
+
+def _alive_ttl() -> int:
+    return 3 * settings.JOB_HEARTBEAT_SECONDS
+
+
+def _shared_cache() -> bool:
+    """Whether every host sees the same cache (Redis): only then does a missing alive key mean anything."""
+    backend = settings.CACHES["default"]["BACKEND"]
+    return not backend.endswith(("LocMemCache", "DummyCache"))
+
+
+class _Alive:
+    """While a job runs, keep its alive key in the cache fresh from a thread (imports hold one long transaction,
+    so the job's row cannot say it): the key lapses a few seconds after the process dies, however it died."""
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True, name=f"job-{job_id}-alive")
+
+    def _set(self) -> None:
+        try:
+            cache.set(_alive_key(self.job_id), this_process(), _alive_ttl())
+        except Exception:  # the cache being away must not fail the job; its page may then call it gone
+            logger.warning("job %s: could not refresh its alive key", self.job_id, exc_info=True)
+
+    def _beat(self) -> None:
+        while not self.stop.wait(settings.JOB_HEARTBEAT_SECONDS):
+            self._set()
+
+    def __enter__(self) -> _Alive:
+        self._set()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()  # the key itself is deleted by _finish, once the job's row says how it ended
+        self.thread.join(timeout=5)
+
+
+def runner_gone(job: Job) -> bool:
+    """Whether the process running ``job`` is gone, or no longer runs it: on this host from the process table;
+    on any host, with a shared cache, from its alive key (lapsed for ``3 × JOB_HEARTBEAT_SECONDS``: the process
+    died, or its task ended without recording the job's end, e.g. while the database was away)."""
+    if not job.runner:
+        return False
+    if job.runner.startswith(f"{socket.gethostname()}:") and _gone(job.runner):
+        return True
+    if not _shared_cache() or job.started_at is None:
+        return False
+    if timezone.now() - job.started_at < timedelta(seconds=_alive_ttl()):
+        return False
+    return cache.get(_alive_key(job.pk)) is None
+
+
+def job_reap(job: Job) -> bool:
+    """Mark ``job`` failed, with the reason, if it is running and its process is gone; return whether it was.
+
+    Its uploads are deleted; imports write in one transaction, so nothing of it was kept. A resumable
+    job (a judge run) is left running where a broker is in use: a worker queues it again
+    (:func:`jobs_resume_stale`, or the task delivered again) and it resumes where it stopped.
+    """
+    if job.status != Job.Status.RUNNING or not runner_gone(job):
+        return False
+    kind = JOB_KINDS.get(job.kind)
+    resumable = kind is not None and kind.resumable
+    if resumable and not settings.CELERY_TASK_ALWAYS_EAGER:
+        return False
+    host, pid = job.runner.rsplit(":", 2)[:2]
+    kept = (
+        "What it had done is kept; start it again and it resumes where it stopped."
+        if resumable
+        else "Nothing of it was kept (imports are written in one transaction); start it again."
+    )
+    reason = (
+        f"The process that ran this job (pid {pid} on {host}) stopped before the job finished: it was killed or "
+        f"crashed (for example by the out-of-memory killer, a time limit or a restart). {kept}"
+    )
+    updated = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, runner=job.runner).update(
+        status=Job.Status.FAILED, error=reason, message="failed", finished_at=timezone.now()
+    )
+    if not updated:
+        return False
+    logger.warning("job %s (%s): %s", job.pk, job.kind, reason)
+    if kind is not None:
+        try:
+            discard_uploads_of(kind.params(**job.params))
+        except TypeError:
+            pass
+    cache.delete(_key(job.pk))
+    return True
+
+
 def jobs_recover() -> list[int]:
-    """Mark failed, with the reason, the running jobs of this host whose process is gone (killed or crashed).
+    """Mark failed, with the reason, the running jobs whose process is gone (killed or crashed); return their ids.
 
     A worker calls this when it starts, and so does every command that runs a job and every door
-    that asks for one: a killed import's job no longer says "running" forever. Its uploads are
-    deleted; imports write in one transaction, so nothing of it was kept. Jobs of other hosts are
-    left to their own workers, and so are resumable jobs (judge runs) where a broker is in use: a
-    worker that starts queues them again (:func:`jobs_resume_stale`) instead.
+    that asks for one: a killed import's job no longer says "running" forever (see :func:`job_reap`).
+    Jobs of other hosts are judged by their alive keys when the cache is shared (Redis), else left
+    to their own workers.
     """
-    host = socket.gethostname()
-    recovered = []
-    for job in Job.objects.filter(status=Job.Status.RUNNING, runner__startswith=f"{host}:"):
-        kind = JOB_KINDS.get(job.kind)
-        resumable = kind is not None and kind.resumable
-        if resumable and not settings.CELERY_TASK_ALWAYS_EAGER:
-            continue  # a worker queues it again (jobs_resume_stale) and it resumes where it stopped
-        if not _gone(job.runner):
-            continue
-        pid = job.runner.rsplit(":", 2)[1]
-        kept = (
-            "What it had done is kept; start it again and it resumes where it stopped."
-            if resumable
-            else "Nothing of it was kept (imports are written in one transaction); start it again."
-        )
-        reason = (
-            f"The process that ran this job (pid {pid} on {host}) stopped before the job finished: it was killed or "
-            f"crashed. {kept}"
-        )
-        updated = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, runner=job.runner).update(
-            status=Job.Status.FAILED, error=reason, message="failed", finished_at=timezone.now()
-        )
-        if updated:
-            logger.warning("job %s (%s): %s", job.pk, job.kind, reason)
-            if kind is not None:
-                try:
-                    discard_uploads_of(kind.params(**job.params))
-                except TypeError:
-                    pass
-            cache.delete(_key(job.pk))
-            recovered.append(job.pk)
-    return recovered
+    return [job.pk for job in Job.objects.filter(status=Job.Status.RUNNING) if job_reap(job)]

@@ -274,6 +274,11 @@ def run_import(
         "chunks": _file_hash(chunks_path),
     }
     source_hash = hashlib.sha256((_file_hash(path) + json.dumps(options, sort_keys=True)).encode()).hexdigest()
+
+    def name_taken() -> ImportFailed:
+        message = f"a run named {name!r} already exists on {version.label} with different content; choose another name"
+        return ImportFailed([ImportProblem(display, None, None, message)])
+
     existing = Run.objects.filter(version=version, name=name).first()
     if existing is not None:
         if existing.source_hash == source_hash:
@@ -282,16 +287,7 @@ def run_import(
                 False,
                 f"Nothing new: run {name!r} on {version.label} was already imported from this file ({existing.row_count} rows).",
             )
-        raise ImportFailed(
-            [
-                ImportProblem(
-                    display,
-                    None,
-                    None,
-                    f"a run named {name!r} already exists on {version.label} with different content; choose another name",
-                )
-            ]
-        )
+        raise name_taken()
 
     index = QuestionIndex.load(version)
     total = count_records(path, fmt) if fmt != "trec-run" else None
@@ -357,7 +353,9 @@ def run_import(
         return run
 
     run, created = create_once(
-        create, existing=lambda: Run.objects.filter(version=version, name=name, source_hash=source_hash).first()
+        create,
+        existing=lambda: Run.objects.filter(version=version, name=name, source_hash=source_hash).first(),
+        taken=lambda: name_taken() if Run.objects.filter(version=version, name=name).exists() else None,
     )
     if not created:
         return RunImportResult(run, False, f"Nothing new: run {name!r} was imported concurrently from this file.")

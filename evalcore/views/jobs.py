@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..models import Job
-from ..services.jobs import job_snapshot
+from ..services.jobs import BrokerUnavailable, job_snapshot
 from ..services.problems import UserFacingError
 
 
@@ -31,17 +31,21 @@ def job_form_page(
     """The page of a form that asks for a job: on a valid POST, ``start(cleaned_data)`` and go to the job's page.
 
     Otherwise the page is shown with the form (and ``context()``): on a GET, or after a POST with
-    an invalid form or a refusal (its message added to the form at ``error_field``), with status 400.
+    an invalid form or a refusal (its message added to the form at ``error_field``), with status 400,
+    or 503 when the broker did not take the job (nothing queued, the upload deleted).
     """
+    status = 400 if request.method == "POST" else 200
     if request.method == "POST" and form.is_valid():
         try:
             job = start(form.cleaned_data)
         except UserFacingError as error:
             form.add_error(error_field, str(error))
+        except BrokerUnavailable as error:  # nothing was queued and the upload was not kept: say so, on the form
+            form.add_error(None, str(error))
+            status = 503
         else:
             url = reverse("evalcore:job", args=[job.pk])
             return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-    status = 400 if request.method == "POST" else 200
     return render(request, template, {**context(), "form": form}, status=status)
 
 

@@ -19,7 +19,7 @@ from evalcore.services.jobs import Progress, job_cancel_requested, job_request, 
 from evalcore.services.judge_configs import normalize_judge_config
 from evalcore.services.problems import UserFacingError, about_field
 from evalcore.services.readers import detect_format
-from evalcore.services.uploads import discarding_uploads
+from evalcore.services.uploads import discarding_uploads, local_file, upload_exists
 
 from .models import Campaign
 from .selectors import campaign_get
@@ -36,7 +36,7 @@ TRY_PROMPT = "try_prompt"
 def _check_campaign_and_file(params: LabelImportParams | VerdictImportParams) -> Campaign:
     """Refuse at once what the job would fail on: no such campaign, no such file."""
     campaign = about_field("campaign", lambda: campaign_get(params.campaign))
-    if not Path(params.path).is_file():
+    if not upload_exists(params.path):
         raise UserFacingError(f"{params.display_name or Path(params.path).name}: no such file", field="file")
     return campaign
 
@@ -58,12 +58,11 @@ class LabelImportParams:
 def request_labels_import(*, params: LabelImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept a label import as a job, or refuse it at once (no such campaign or file, a bad option)."""
     _check_campaign_and_file(params)
-    about_field(
-        "format", lambda: detect_format(Path(params.path), params.format, door="labels", display=params.display_name)
-    )
+    with local_file(params.path) as file:
+        about_field("format", lambda: detect_format(file, params.format, door="labels", display=params.display_name))
     if params.match not in MATCHES:
         raise UserFacingError(f"match must be one of {', '.join(MATCHES)}, got {params.match!r}", field="match")
-    if params.users_path and not Path(params.users_path).is_file():
+    if params.users_path and not upload_exists(params.users_path):
         raise UserFacingError(f"{params.users_path}: no such file (users)", field="users")
     bad = sorted({v for v in params.value_map.values() if str(v).strip().lower() not in VALUES})
     if bad:

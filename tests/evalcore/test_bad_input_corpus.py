@@ -148,16 +148,17 @@ def test_a_good_file_is_accepted_at_every_door(why, name, content, door, owner_c
     assert texts == expected
 
 
-def test_a_run_whose_rows_are_fine_keeps_its_upload_and_a_refused_one_does_not(support, owner_client, tmp_path):
+def test_an_upload_is_deleted_once_its_job_ends_whether_it_was_imported_or_refused(support, owner_client, tmp_path):
+    """The rows are in the database once the job ends: the stored upload is of no more use (issue 15)."""
     good = SimpleUploadedFile("rows.jsonl", lines(*[ok_row(q["id"]) for q in QUESTIONS]))
     response = owner_client.post("/api/runs/import/", {"file": good, "evalset": "support", "name": "kept", "k": "3"})
     assert response.status_code == 202 and Run.objects.filter(name="kept").exists()
-    assert len(left_uploads()) == 1
+    assert left_uploads() == []
 
     bad = SimpleUploadedFile("rows.jsonl", b"{]\n")
     response = owner_client.post("/api/runs/import/", {"file": bad, "evalset": "support", "name": "bad", "k": "3"})
     assert client_job(owner_client, response)["status"] == "failed"
-    assert len(left_uploads()) == 1
+    assert left_uploads() == []
 
 
 def client_job(client, response) -> dict:

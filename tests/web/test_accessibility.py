@@ -97,6 +97,9 @@ NOT_PAGES = {
     "evalcore:job-cancel": "a POST that cancels a job",
     "evalcore:rescore": "a POST that starts re-scoring a baseline",
     "labelling:try-prompt": "a POST that starts trying a prompt on the disagreements",
+    "healthz": "JSON for load balancers",
+    "readyz": "JSON for load balancers",
+    "metrics": "Prometheus text for a scraper",
 }
 
 
