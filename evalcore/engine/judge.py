@@ -320,4 +320,7 @@ def corrected_pass_rate(
     if draws.size == 0:
         return result(corrected, math.nan, math.nan, note)
     low_pos, high_pos = percentile_positions(draws.size, confidence=confidence)
-    return result(corrected, float(draws[low_pos]), float(draws[high_pos]), note)
+    low, high = float(draws[low_pos]), float(draws[high_pos])
+    if math.isfinite(corrected):  # the smoothed resamples can sit off the estimate: the interval holds it
+        low, high = min(low, corrected), max(high, corrected)
+    return result(corrected, low, high, note)

@@ -174,7 +174,9 @@ def stratified_agreement(
         if values.size == 0 or math.isnan(estimate):
             return Interval(estimate, math.nan, math.nan)
         low, high = percentile_positions(values.size, confidence=confidence)
-        return Interval(estimate, float(values[low]), float(values[high]))
+        # the smoothed resamples can sit off the estimate (a stratum that shows no error is resampled with
+        # some): widened to hold it, as Wilson's bounds are, an interval never excludes its own estimate
+        return Interval(estimate, min(estimate, float(values[low])), max(estimate, float(values[high])))
 
     return StratifiedAgreement(
         kappa=interval("kappa"),
