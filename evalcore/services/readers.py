@@ -54,6 +54,8 @@ def detect_format(
     if declared in TREC_FORMATS:
         return declared
     base = _format_from_name(path) or _format_from_text(path)
+    if base is None and declared:
+        return declared  # named: its reader reports what it cannot read, line by line
     if base is None:
         raise _refused(
             name,

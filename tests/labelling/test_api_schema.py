@@ -28,7 +28,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 #: runs scored by the same judge to re-score, a judge config whose prompt template is wrong): they
 #: answer 400 naming the field, as documented.
 REFERENCES = (
-    "^/api/(runs/import|evalsets/import|gate|runs|runs/\\\\{run_id\\\\}/rows|campaigns/\\\\{name\\\\}/exports"
+    "^/api/(runs/import|evalsets/import|campaigns/\\\\{name\\\\}/labels/import|gate|runs|runs/\\\\{run_id\\\\}/rows"
+    "|campaigns/\\\\{name\\\\}/exports"
     "|label/\\\\{name\\\\}/(labels|skip)|runs/\\\\{run_id\\\\}/judge(/estimate)?|campaigns/\\\\{name\\\\}/try-prompt"
     "|judge-configs|rescore|plan/(labels|questions)|campaign-plan)/$"
 )

@@ -39,6 +39,8 @@ NOT_PAGES = {
     "evalcore:rescore": "a POST",
     "evalcore:job-cancel": "a POST",
     "api-schema": "the schema (YAML), not a page",
+    "readyz": "JSON for load balancers, not a page",
+    "metrics": "Prometheus text, not a page",
 }
 
 
