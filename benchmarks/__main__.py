@@ -1,7 +1,7 @@
 """``python -m benchmarks [bootstrap|retrieval|gate ...] [--quick]``: run the engine benchmarks.
 
-``python -m benchmarks labelling ...`` and ``python -m benchmarks judge ...`` run the labelling endpoints
-and the judge runner, with options of their own (``--help``)."""
+``python -m benchmarks labelling ...``, ``python -m benchmarks judge ...`` and ``python -m benchmarks scale ...``
+run the labelling endpoints, the judge runner and two 100,000-row runs end to end, with options of their own (``--help``)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
         from .labelling import main as labelling_main
 
         return labelling_main(argv[1:])
+    if argv[:1] == ["scale"]:  # two 100,000-row runs: imports, the gate and the pages, with options of its own (--help)
+        from .scale import main as scale_main
+
+        return scale_main(argv[1:])
     if argv[:1] == ["judge"]:  # the judge runner against the fake judge, with options of its own (--help)
         from .judge import main as judge_main
 

@@ -28,7 +28,7 @@ from .jobs import (
     request_run_import,
 )
 from .models import Comparison, EvalSet, EvalSetVersion, Job, Run
-from .selectors import run_by_ref, run_rows, runs_on
+from .selectors import changed_count, changed_items, changed_rows_query, run_by_ref, run_rows, runs_on
 from .services.comparisons import comparison_as_dict
 from .services.jobs import job_snapshot
 from .services.judge_fitness import JUDGE_POLICIES
@@ -375,6 +375,44 @@ class ComparisonDetailApi(EvalOwnerAPIView):
             Comparison.objects.select_related("base__version__eval_set", "candidate"), pk=comparison_id
         )
         return Response(comparison_as_dict(comparison))
+
+
+class ChangedRowsApi(EvalOwnerAPIView):
+    class ChangedInput(serializers.Serializer):
+        metric = serializers.CharField(max_length=100, help_text="one of the comparison's metrics")
+        direction = serializers.ChoiceField(
+            choices=["all", "down", "up"], default="all", help_text="every change, drops only or rises only"
+        )
+
+    class ChangedOutput(serializers.Serializer):
+        id = serializers.CharField(source="question.qid")
+        type = serializers.CharField(source="question.qtype")
+        base = serializers.FloatField(source="base_score")
+        candidate = serializers.FloatField(source="cand_score")
+        delta = serializers.FloatField()
+        base_row = serializers.IntegerField(source="base.pk")
+        candidate_row = serializers.IntegerField(source="candidate.pk")
+
+    @extend_schema(
+        responses=ChangedOutput(many=True),
+        summary="Every question whose score on a metric changed between the two runs, largest change first",
+        parameters=[ChangedInput],
+    )
+    def get(self, request: Request, comparison_id: int) -> Response:
+        comparison = get_object_or_404(Comparison, pk=comparison_id)
+        params = _valid(self.ChangedInput, request.query_params)
+        if params["metric"] not in comparison.metrics:
+            return Response(
+                {"metric": [f"this comparison has no metric {params['metric']!r}; it has {comparison.metrics}"]},
+                status=400,
+            )
+        paginator = Pagination()
+        count = changed_count(comparison, params["metric"], direction=params["direction"])
+        paginator.get_count = lambda queryset: count  # type: ignore[method-assign]  # kept with the comparison
+        rows = changed_rows_query(comparison, params["metric"], direction=params["direction"])
+        page = paginator.paginate_queryset(rows, request, view=self)
+        items = changed_items(comparison, page or [])
+        return paginator.get_paginated_response(self.ChangedOutput(items, many=True).data)
 
 
 def _form_parameters(form_class: type) -> list[OpenApiParameter]:

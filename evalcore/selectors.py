@@ -243,6 +243,14 @@ def changed_rows_query(comparison: Comparison, metric: str, *, direction: str = 
     return rows.select_related("question").order_by(Abs("delta").desc(), "question__qid")
 
 
+def changed_count(comparison: Comparison, metric: str, *, direction: str = "all") -> int:
+    """How many questions changed on ``metric`` (in ``direction``): kept with the comparison, else counted in the database."""
+    stored = (comparison.changed or {}).get(metric)
+    if stored is not None and direction == "all":
+        return int(stored["count"])
+    return changed_rows_query(comparison, metric, direction=direction).order_by().count()
+
+
 def changed_items(comparison: Comparison, base_rows: Sequence[Row]) -> list[dict[str, Any]]:
     """Items of a changed-rows list from :func:`changed_rows_query`'s baseline rows, with their candidate rows (one query)."""
     candidates = Row.objects.in_bulk([r.candidate_row for r in base_rows])  # type: ignore[attr-defined]

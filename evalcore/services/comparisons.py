@@ -423,6 +423,7 @@ def comparison_as_dict(comparison: Comparison) -> dict[str, Any]:
         "judge_policy": comparison.judge_policy,
         "judge_rates": comparison.judge_rates,
         "created_at": comparison.created_at.isoformat(),
+        "changed": comparison.changed,
         "decisions": [
             {
                 "metric": d.metric,

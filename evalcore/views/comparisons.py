@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -7,10 +8,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..charts import ForestRow, forest_plot_svg, responsive
-from ..forms import CompareForm
+from ..forms import ChangedRowsForm, CompareForm
 from ..jobs import GateParams, request_gate
 from ..models import Comparison, Job
-from ..selectors import changed_rows, comparisons_list
+from ..selectors import CHANGED_KEPT, changed_count, changed_items, changed_rows, changed_rows_query, comparisons_list
 from ..services.comparisons import reviews_to_settle
 from .jobs import job_form_page
 
@@ -68,10 +69,15 @@ def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
         or next((d for d in decisions if d.status == comparison.overall), None),
         "metric": metric,
         "changed": changed_rows(comparison, metric) if metric else [],
+        "changed_total": ((comparison.changed or {}).get(metric) or {}).get("count"),
         "judge": next((d.judge_validation for d in decisions if d.judge_validation), None),
         "judge_metrics": sorted({d.metric for d in decisions if d.judge_validation}),
         "to_settle": reviews_to_settle(decisions),
     }
+    total = context["changed_total"]
+    context["changed_more"] = (
+        len(context["changed"]) >= CHANGED_KEPT if total is None else total > len(context["changed"])
+    )
     if request.htmx and request.GET.get("partial") == "changed":
         return render(request, "evalcore/comparison.html#changed", context)
     rows = [
@@ -80,3 +86,44 @@ def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
     ]
     context["plot"] = responsive(forest_plot_svg(rows), forest_plot_svg(rows, compact=True))
     return render(request, "evalcore/comparison.html", context)
+
+
+#: Changed rows listed a page.
+CHANGED_PAGE = 50
+
+
+class CountedPaginator(Paginator):
+    """A paginator told its count (kept with the comparison), so a page costs one sorted query, not a count of the runs too."""
+
+    def __init__(self, object_list, per_page: int, *, count: int) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(object_list, per_page)
+        self.__dict__["count"] = count
+
+
+@require_GET
+@eval_owner_required
+def changed_rows_page(request: HttpRequest, comparison_id: int) -> HttpResponse:
+    """Every question whose score on a metric changed between the runs, largest change first, a page at a time."""
+    comparison = get_object_or_404(
+        Comparison.objects.select_related("base__version__eval_set", "candidate"), pk=comparison_id
+    )
+    form = ChangedRowsForm(request.GET or None)
+    filters = form.cleaned_data if form.is_valid() else {}
+    metric = filters.get("metric") or (comparison.metrics[0] if comparison.metrics else "")
+    if metric not in comparison.metrics:
+        form.add_error("metric", f"this comparison has no metric {metric!r}")
+        metric = comparison.metrics[0] if comparison.metrics else ""
+    direction = filters.get("direction") or "all"
+    rows = changed_rows_query(comparison, metric, direction=direction)
+    paginator = CountedPaginator(rows, CHANGED_PAGE, count=changed_count(comparison, metric, direction=direction))
+    page = paginator.get_page(filters.get("page"))
+    context = {
+        "comparison": comparison,
+        "form": form,
+        "metric": metric,
+        "direction": direction,
+        "page": page,
+        "items": changed_items(comparison, page.object_list),
+    }
+    template = "evalcore/changed_rows.html#list" if request.htmx else "evalcore/changed_rows.html"
+    return render(request, template, context)
