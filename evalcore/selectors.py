@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from django.db.models import Count, F, FloatField, Func, OuterRef, Q, QuerySet, Subquery, TextField
+from django.db.models import Count, F, FilteredRelation, FloatField, Func, Q, QuerySet, TextField
 from django.db.models.functions import Abs, Cast
 
 from .models import Comparison, EvalSet, EvalSetVersion, Row, Run
@@ -82,7 +82,13 @@ def run_rows(
     search: str | None = None,
 ) -> QuerySet[Row]:
     """A run's rows, filtered by slice, by a metric's range and by text in the question or answer."""
-    rows = Row.objects.filter(run=run).select_related("question").order_by("question__qid")
+    # the version filter lets the database walk the questions' (version, qid) index in order and stop after a
+    # page, instead of sorting every row of the run (a run's rows always answer its version's questions)
+    rows = (
+        Row.objects.filter(run=run, question__version_id=run.version_id)
+        .select_related("question")
+        .order_by("question__qid")
+    )
     if qtype is not None:
         rows = rows.filter(question__qtype="" if qtype == NO_TYPE else qtype)
     if metric:
@@ -156,9 +162,8 @@ def run_rows_frame(run: Run, *, metrics: Sequence[str] | None = None, row_ids: b
         if names is None:
             parts.append(pd.DataFrame(scores))
         else:
-            parts.append(
-                np.array([[_number(d.get(m)) for m in names] for d in scores], dtype=float).reshape(-1, len(names))
-            )
+            # scores are numbers or None (checked at import): None becomes NaN
+            parts.append(np.array([[d.get(m) for m in names] for d in scores], dtype=float).reshape(-1, len(names)))
     index = pd.Index(qids, name="question", dtype=object)
     if names is None:
         frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
@@ -176,29 +181,75 @@ def run_rows_frame(run: Run, *, metrics: Sequence[str] | None = None, row_ids: b
     return frame.astype({c: float for c in frame.columns if c not in ("type", "row")})
 
 
-def _number(value: Any) -> float:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else np.nan
-
-
 def comparisons_list() -> QuerySet[Comparison]:
     return Comparison.objects.select_related("base", "candidate", "base__version__eval_set", "created_by")
 
 
-#: The changed questions a comparison keeps per metric and direction (largest drops, largest rises).
-CHANGED_KEPT = 25
+#: The changed questions a comparison keeps per metric and direction (largest drops, largest rises): enough
+#: for the first page of the changed-rows list, which is then read without sorting the runs.
+CHANGED_KEPT = 100
+#: The changed questions the comparison page shows, each with both rows.
+CHANGED_SHOWN = 25
 
 
-def changed_rows(comparison: Comparison, metric: str, *, limit: int = CHANGED_KEPT) -> list[dict[str, Any]]:
+def changed_rows(comparison: Comparison, metric: str, *, limit: int = CHANGED_SHOWN) -> list[dict[str, Any]]:
     """The questions whose score on ``metric`` changed most between the two runs (both rows each).
 
-    Read from what the comparison stored when it was made (the largest drops and rises, see
+    Read from what the comparison kept when it was made (the largest drops and rises, see
     :func:`evalcore.services.comparisons.compare_runs`): one query for the rows, whatever the runs'
-    size. A comparison logged before they were stored reads the same from the database, sorted there.
+    size. A comparison logged before they were kept reads the same from the database, sorted there.
+    """
+    entries = stored_changes(comparison, metric, limit=limit)
+    if entries is None:
+        return changed_items(comparison, list(changed_rows_query(comparison, metric)[:limit]))
+    return stored_items(entries)
+
+
+def changed_rows_query(comparison: Comparison, metric: str, *, direction: str = "all") -> QuerySet[Row]:
+    """Every question whose ``metric`` changed, as baseline rows sorted in the database (largest change first).
+
+    Each row is annotated with ``base_score``, ``cand_score``, ``delta`` and ``candidate_row`` (the
+    candidate's row id), the candidate's row joined on the question; ``direction`` "down" or "up"
+    keeps drops or rises only. Paginate it: the sort runs in the database, and only the page's rows
+    reach Python.
+    """
+    rows = (
+        Row.objects.filter(run_id=comparison.base_id)
+        .annotate(
+            paired=FilteredRelation("question__rows", condition=Q(question__rows__run_id=comparison.candidate_id))
+        )
+        .filter(paired__isnull=False)
+        .annotate(
+            base_score=MetricScore(metric),
+            cand_score=MetricScore(metric, "paired__scores"),
+            candidate_row=F("paired__id"),
+        )
+        .filter(base_score__isnull=False, cand_score__isnull=False)
+        .annotate(delta=F("cand_score") - F("base_score"))
+        .exclude(delta=0)
+    )
+    if direction == "down":
+        rows = rows.filter(delta__lt=0)
+    elif direction == "up":
+        rows = rows.filter(delta__gt=0)
+    return rows.select_related("question").order_by(Abs("delta").desc(), "question__qid")
+
+
+def stored_changes(comparison: Comparison, metric: str, *, direction: str = "all", limit: int) -> list[dict] | None:
+    """The ``limit`` largest changes on ``metric`` from what the comparison kept, or None when it kept too few to say.
+
+    The comparison keeps the ``CHANGED_KEPT`` largest drops and rises, so any ``limit`` up to that
+    is answered exactly (the largest changes either way are among them).
     """
     stored = (comparison.changed or {}).get(metric)
-    if stored is None:
-        return changed_items(comparison, list(changed_rows_query(comparison, metric)[:limit]))
-    entries = sorted(stored["down"] + stored["up"], key=lambda e: (-abs(e["delta"]), e["question"]))[:limit]
+    if stored is None or limit > stored.get("kept", 0):
+        return None
+    entries = {"down": stored["down"], "up": stored["up"]}.get(direction, stored["down"] + stored["up"])
+    return sorted(entries, key=lambda e: (-abs(e["delta"]), e["question"]))[:limit]
+
+
+def stored_items(entries: Sequence[dict]) -> list[dict[str, Any]]:
+    """Items of a changed-rows list from kept entries, with both rows (one query)."""
     rows = Row.objects.select_related("question").in_bulk(
         [e["base_row"] for e in entries] + [e["candidate_row"] for e in entries]
     )
@@ -214,33 +265,6 @@ def changed_rows(comparison: Comparison, metric: str, *, limit: int = CHANGED_KE
         for e in entries
         if e["base_row"] in rows and e["candidate_row"] in rows
     ]
-
-
-def changed_rows_query(comparison: Comparison, metric: str, *, direction: str = "all") -> QuerySet[Row]:
-    """Every question whose ``metric`` changed, as baseline rows sorted in the database (largest change first).
-
-    Each row is annotated with ``base_score``, ``cand_score``, ``delta`` and ``candidate_row`` (the
-    candidate's row id); ``direction`` "down" or "up" keeps drops or rises only. Paginate it: the
-    sort runs in the database, and only the page's rows reach Python.
-    """
-    candidate = Row.objects.filter(run_id=comparison.candidate_id, question=OuterRef("question")).order_by()
-    rows = (
-        Row.objects.filter(run_id=comparison.base_id)
-        .order_by()
-        .annotate(
-            base_score=MetricScore(metric),
-            cand_score=Subquery(candidate.annotate(s=MetricScore(metric)).values("s")[:1], output_field=FloatField()),
-            candidate_row=Subquery(candidate.values("pk")[:1]),
-        )
-        .filter(base_score__isnull=False, cand_score__isnull=False)
-        .annotate(delta=F("cand_score") - F("base_score"))
-        .exclude(delta=0)
-    )
-    if direction == "down":
-        rows = rows.filter(delta__lt=0)
-    elif direction == "up":
-        rows = rows.filter(delta__gt=0)
-    return rows.select_related("question").order_by(Abs("delta").desc(), "question__qid")
 
 
 def changed_count(comparison: Comparison, metric: str, *, direction: str = "all") -> int:

@@ -302,7 +302,7 @@ class _Paired:
                 for i in order
             ]
 
-        return {"count": int(moved.size), "down": largest(-1.0), "up": largest(1.0)}
+        return {"count": int(moved.size), "kept": kept, "down": largest(-1.0), "up": largest(1.0)}
 
 
 def _slice_masks(frame: pd.DataFrame) -> dict[str, np.ndarray]:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -11,9 +10,20 @@ from ..charts import ForestRow, forest_plot_svg, responsive
 from ..forms import ChangedRowsForm, CompareForm
 from ..jobs import GateParams, request_gate
 from ..models import Comparison, Job
-from ..selectors import CHANGED_KEPT, changed_count, changed_items, changed_rows, changed_rows_query, comparisons_list
+from ..selectors import (
+    CHANGED_KEPT,
+    CHANGED_SHOWN,
+    changed_count,
+    changed_items,
+    changed_rows,
+    changed_rows_query,
+    comparisons_list,
+    stored_changes,
+    stored_items,
+)
 from ..services.comparisons import reviews_to_settle
 from .jobs import job_form_page
+from .paging import CountedPaginator
 
 
 @require_http_methods(["GET", "POST"])
@@ -76,7 +86,7 @@ def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
     }
     total = context["changed_total"]
     context["changed_more"] = (
-        len(context["changed"]) >= CHANGED_KEPT if total is None else total > len(context["changed"])
+        len(context["changed"]) >= CHANGED_SHOWN if total is None else total > len(context["changed"])
     )
     if request.htmx and request.GET.get("partial") == "changed":
         return render(request, "evalcore/comparison.html#changed", context)
@@ -88,16 +98,8 @@ def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
     return render(request, "evalcore/comparison.html", context)
 
 
-#: Changed rows listed a page.
-CHANGED_PAGE = 50
-
-
-class CountedPaginator(Paginator):
-    """A paginator told its count (kept with the comparison), so a page costs one sorted query, not a count of the runs too."""
-
-    def __init__(self, object_list, per_page: int, *, count: int) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(object_list, per_page)
-        self.__dict__["count"] = count
+#: Changed rows listed a page: the first page is what the comparison kept (no sort of the runs).
+CHANGED_PAGE = min(50, CHANGED_KEPT)
 
 
 @require_GET
@@ -117,13 +119,14 @@ def changed_rows_page(request: HttpRequest, comparison_id: int) -> HttpResponse:
     rows = changed_rows_query(comparison, metric, direction=direction)
     paginator = CountedPaginator(rows, CHANGED_PAGE, count=changed_count(comparison, metric, direction=direction))
     page = paginator.get_page(filters.get("page"))
+    kept = stored_changes(comparison, metric, direction=direction, limit=CHANGED_PAGE) if page.number == 1 else None
     context = {
         "comparison": comparison,
         "form": form,
         "metric": metric,
         "direction": direction,
         "page": page,
-        "items": changed_items(comparison, page.object_list),
+        "items": stored_items(kept) if kept is not None else changed_items(comparison, page.object_list),
     }
     template = "evalcore/changed_rows.html#list" if request.htmx else "evalcore/changed_rows.html"
     return render(request, template, context)
