@@ -168,9 +168,6 @@ def run_rows_frame(run: Run, *, metrics: Sequence[str] | None = None, row_ids: b
     if names is None:
         frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         frame = frame.apply(pd.to_numeric, errors="coerce") if len(frame.columns) else frame
-        frame.index = index if len(frame) else frame.index
-        if not len(frame):
-            frame = pd.DataFrame(index=index)
     else:
         values = np.concatenate(parts) if parts else np.empty((0, len(names)))
         frame = pd.DataFrame(values, index=index, columns=names)
