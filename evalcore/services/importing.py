@@ -128,3 +128,17 @@ def insert_values(model: type[models.Model], fields: Sequence[str], rows: Iterab
         with connection.cursor() as cursor:
             cursor.executemany(sql, params)
     return len(params)
+
+
+def refresh_statistics(*models_written: type[models.Model]) -> None:
+    """Let PostgreSQL's planner see rows just written in bulk (``ANALYZE``), as its manual advises after a load.
+
+    Until autovacuum gets to it, the planner believes a new run's 100,000 rows are a few dozen and
+    sorts them all for the rows page's first 50 (0.6 s) instead of walking the question index (8 ms).
+    SQLite plans these queries well without statistics.
+    """
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for model in models_written:
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")

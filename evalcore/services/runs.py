@@ -22,7 +22,16 @@ from evalcore.engine import ChunkMap
 from ..models import EvalSetVersion, Question, Row, Run, RunChunk
 from ..selectors import version_by_ref
 from .fields import FieldError, as_id, as_int, json_safe
-from .importing import Progress, about_file, create_once, in_batches, insert_values, no_progress, validated
+from .importing import (
+    Progress,
+    about_file,
+    create_once,
+    in_batches,
+    insert_values,
+    no_progress,
+    refresh_statistics,
+    validated,
+)
 from .judge_configs import judge_config_get_or_create, normalize_judge_config
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
@@ -301,6 +310,7 @@ def run_import(
     )
     if not created:
         return RunImportResult(run, False, f"Nothing new: run {name!r} was imported concurrently from this file.")
+    refresh_statistics(Row)
     written = run.row_count
     coverage = f"{written} of {version.question_count} questions" + (
         " (partial run: means cover only these)" if written < version.question_count else ""
