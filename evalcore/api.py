@@ -411,10 +411,10 @@ class ChangedRowsApi(EvalOwnerAPIView):
     def get(self, request: Request, comparison_id: int) -> Response:
         comparison = get_object_or_404(Comparison, pk=comparison_id)
         params = _valid(self.ChangedInput, request.query_params)
-        if params["metric"] not in comparison.metrics:
+        if params["metric"] not in comparison.metrics:  # the list asked for does not exist: 404, as for a comparison
             return Response(
-                {"metric": [f"this comparison has no metric {params['metric']!r}; it has {comparison.metrics}"]},
-                status=400,
+                {"detail": f"this comparison has no metric {params['metric']!r}; it has {comparison.metrics}"},
+                status=404,
             )
         paginator = Pagination()
         count = changed_count(comparison, params["metric"], direction=params["direction"])

@@ -112,7 +112,7 @@ def test_the_api_pages_through_every_change_in_the_same_order(comparison, owner_
     got = [(r["id"], r["delta"]) for page in (first, second, third) for r in page["results"]]
     assert got == expected()
     assert first["results"][0]["base"] == 0.5 and first["results"][0]["candidate"] == 0.0
-    assert owner_client.get(url, {"metric": "nope"}).status_code == 400
+    assert owner_client.get(url, {"metric": "nope"}).status_code == 404
     assert owner_client.get(url).status_code == 400  # metric is required
     detail = owner_client.get(f"/api/comparisons/{comparison.pk}/").json()
     assert detail["changed"]["faithfulness"]["count"] == 48
