@@ -1,8 +1,8 @@
 """``python -m benchmarks [bootstrap|retrieval|gate ...] [--quick]``: run the engine benchmarks.
 
-``python -m benchmarks labelling ...``, ``python -m benchmarks judge ...`` and ``python -m benchmarks imports``
-run the labelling endpoints, the judge runner and the readers of the tools' formats, with options of their own
-(``--help``)."""
+``python -m benchmarks labelling ...``, ``python -m benchmarks judge ...``, ``python -m benchmarks imports`` and
+``python -m benchmarks scale ...`` run the labelling endpoints, the judge runner, the readers of the tools' formats
+and two 100,000-row runs end to end, with options of their own (``--help``)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         from .imports import main as imports_main
 
         return imports_main(argv[1:])
+    if argv[:1] == ["scale"]:  # two 100,000-row runs: imports, the gate and the pages, with options of its own (--help)
+        from .scale import main as scale_main
+
+        return scale_main(argv[1:])
     if argv[:1] == ["judge"]:  # the judge runner against the fake judge, with options of its own (--help)
         from .judge import main as judge_main
 

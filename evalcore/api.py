@@ -28,7 +28,16 @@ from .jobs import (
     request_run_import,
 )
 from .models import Comparison, EvalSet, EvalSetVersion, Job, Run
-from .selectors import run_by_ref, run_rows, runs_on
+from .selectors import (
+    changed_count,
+    changed_items,
+    changed_rows_query,
+    run_by_ref,
+    run_rows,
+    runs_on,
+    stored_changes,
+    stored_items,
+)
 from .services.comparisons import comparison_as_dict
 from .services.jobs import job_snapshot
 from .services.judge_fitness import JUDGE_POLICIES
@@ -281,7 +290,8 @@ class RowListApi(EvalOwnerAPIView):
                 status=400,
             )
         rows = run_rows(run, qtype=params.get("type"), metric=metric, low=params.get("min"), high=params.get("max"))
-        return _page(self, request, rows, self.RowOutput)
+        whole = not any(params.get(name) not in (None, "") for name in ("type", "metric", "min", "max"))
+        return _page(self, request, rows, self.RowOutput, count=run.row_count if whole else None)
 
 
 class RunImportApi(EvalOwnerAPIView):
@@ -405,6 +415,53 @@ class ComparisonDetailApi(EvalOwnerAPIView):
         return Response(comparison_as_dict(comparison))
 
 
+class ChangedRowsApi(EvalOwnerAPIView):
+    class ChangedInput(serializers.Serializer):
+        metric = serializers.CharField(max_length=100, help_text="one of the comparison's metrics")
+        direction = serializers.ChoiceField(
+            choices=["all", "down", "up"], default="all", help_text="every change, drops only or rises only"
+        )
+
+    class ChangedOutput(serializers.Serializer):
+        id = serializers.CharField(source="question.qid")
+        type = serializers.CharField(source="question.qtype")
+        base = serializers.FloatField(source="base_score")
+        candidate = serializers.FloatField(source="cand_score")
+        delta = serializers.FloatField()
+        base_row = serializers.IntegerField(source="base.pk")
+        candidate_row = serializers.IntegerField(source="candidate.pk")
+
+    @extend_schema(
+        responses=ChangedOutput(many=True),
+        summary="Every question whose score on a metric changed between the two runs, largest change first",
+        parameters=[ChangedInput],
+    )
+    def get(self, request: Request, comparison_id: int) -> Response:
+        comparison = get_object_or_404(Comparison, pk=comparison_id)
+        params = _valid(self.ChangedInput, request.query_params)
+        if params["metric"] not in comparison.metrics:  # the list asked for does not exist: 404, as for a comparison
+            return Response(
+                {"detail": f"this comparison has no metric {params['metric']!r}; it has {comparison.metrics}"},
+                status=404,
+            )
+        paginator = Pagination()
+        count = changed_count(comparison, params["metric"], direction=params["direction"])
+        paginator.get_count = lambda queryset: count  # type: ignore[method-assign]  # kept with the comparison
+        rows = changed_rows_query(comparison, params["metric"], direction=params["direction"])
+        limit, offset = paginator.get_limit(request), paginator.get_offset(request)
+        kept = (
+            stored_changes(comparison, params["metric"], direction=params["direction"], limit=limit)
+            if offset == 0
+            else None
+        )
+        if kept is not None:  # the first page is what the comparison kept: the runs are not sorted
+            paginator.request, paginator.limit, paginator.offset, paginator.count = request, limit, offset, count
+            items = stored_items(kept)
+        else:
+            items = changed_items(comparison, paginator.paginate_queryset(rows, request, view=self) or [])
+        return paginator.get_paginated_response(self.ChangedOutput(items, many=True).data)
+
+
 def _form_parameters(form_class: type) -> list[OpenApiParameter]:
     """The query parameters of a planner form, for the schema: the bounds and choices its fields check."""
     parameters = []
@@ -470,9 +527,18 @@ def _refusal(error: UserFacingError) -> dict:
     return {error.field: [str(error)]} if error.field else {"detail": str(error)}
 
 
-def _page(view: APIView, request: Request, queryset, serializer_class: type[serializers.BaseSerializer]) -> Response:  # type: ignore[no-untyped-def]
-    """One page (limit and offset) of ``queryset``, serialized."""
+def _page(
+    view: APIView,
+    request: Request,
+    queryset,
+    serializer_class: type[serializers.BaseSerializer],
+    *,
+    count: int | None = None,
+) -> Response:  # type: ignore[no-untyped-def]
+    """One page (limit and offset) of ``queryset``, serialized; ``count``, when known, spares counting it."""
     paginator = Pagination()
+    if count is not None:
+        paginator.get_count = lambda queryset: count  # type: ignore[method-assign]
     page = paginator.paginate_queryset(queryset, request, view=view)
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
 

@@ -21,6 +21,7 @@ urlpatterns = [
     path("runs/<id:run_id>/rows/", api.RowListApi.as_view(), name="api-rows"),
     path("gate/", api.GateApi.as_view(), name="api-gate"),
     path("comparisons/<id:comparison_id>/", api.ComparisonDetailApi.as_view(), name="api-comparison"),
+    path("comparisons/<id:comparison_id>/changed/", api.ChangedRowsApi.as_view(), name="api-comparison-changed"),
     path("plan/labels/", api.PlanLabelsApi.as_view(), name="api-plan-labels"),
     path("plan/questions/", api.PlanQuestionsApi.as_view(), name="api-plan-questions"),
 ]

@@ -178,6 +178,16 @@ class RowFilterForm(forms.Form):
     page = forms.IntegerField(required=False, min_value=1)
 
 
+class ChangedRowsForm(forms.Form):
+    """Which changed rows of a comparison to list: a metric, a direction and a page."""
+
+    metric = forms.CharField(required=False, max_length=100)
+    direction = forms.ChoiceField(
+        required=False, choices=[("all", "both"), ("down", "drops"), ("up", "rises")], initial="all"
+    )
+    page = forms.IntegerField(required=False, min_value=1)
+
+
 class JudgeConfigForm(forms.Form):
     config = forms.CharField(
         required=False,

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, FilteredRelation, FloatField, Func, Q, QuerySet, TextField
+from django.db.models.functions import Abs, Cast
 
 from .models import Comparison, EvalSet, EvalSetVersion, Row, Run
+from .services.importing import in_batches
 from .services.names import parse_version_ref
 from .services.problems import UserFacingError
 from .services.summaries import NO_TYPE, slice_name
@@ -77,7 +82,13 @@ def run_rows(
     search: str | None = None,
 ) -> QuerySet[Row]:
     """A run's rows, filtered by slice, by a metric's range and by text in the question or answer."""
-    rows = Row.objects.filter(run=run).select_related("question").order_by("question__qid")
+    # the version filter lets the database walk the questions' (version, qid) index in order and stop after a
+    # page, instead of sorting every row of the run (a run's rows always answer its version's questions)
+    rows = (
+        Row.objects.filter(run=run, question__version_id=run.version_id)
+        .select_related("question")
+        .order_by("question__qid")
+    )
     if qtype is not None:
         rows = rows.filter(question__qtype="" if qtype == NO_TYPE else qtype)
     if metric:
@@ -99,46 +110,179 @@ def runs_on(ref: str | None) -> QuerySet[Run]:
     return runs.filter(version__in=versions_by_ref(ref)) if ref else runs
 
 
-def run_rows_frame(run: Run, *, metrics: list[str] | None = None) -> pd.DataFrame:
-    """Return a run's per-question scores: index question id, a ``type`` column, one column per metric."""
-    records = Row.objects.filter(run=run).values_list("question__qid", "question__qtype", "scores")
-    qids, types, scores = [], [], []
-    for qid, qtype, row_scores in records.iterator(chunk_size=5000):
-        qids.append(qid)
-        types.append(slice_name(qtype))
-        scores.append(row_scores)
-    frame = pd.DataFrame(scores, index=pd.Index(qids, name="question"))
-    frame = frame.apply(pd.to_numeric, errors="coerce") if len(frame.columns) else frame
-    if metrics is not None:
-        frame = frame.reindex(columns=metrics)
+class MetricScore(Func):
+    """A row's score on one metric as a float, NULL where it is undefined, read in the database.
+
+    Django's key transforms turn a JSON null into the text 'null' on SQLite (cast to 0.0), so this
+    reads the key the way each database means it: ``JSON_EXTRACT`` on SQLite, ``->>`` on PostgreSQL.
+    """
+
+    output_field = FloatField()
+
+    def __init__(self, metric: str, field: str = "scores") -> None:
+        self.metric = metric
+        super().__init__(F(field))
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"JSON_EXTRACT({sql}, %s)", [*params, "$." + json.dumps(self.metric)]
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"CAST(({sql} ->> %s) AS double precision)", [*params, self.metric]
+
+
+#: Rows read at a time by :func:`run_rows_frame` (their scores are parsed in one call per batch).
+FRAME_BATCH = 5000
+
+
+def run_rows_frame(run: Run, *, metrics: Sequence[str] | None = None, row_ids: bool = False) -> pd.DataFrame:
+    """Return a run's per-question scores: index question id, a ``type`` column, one column per metric.
+
+    With ``row_ids`` a ``row`` column holds each row's id. The scores come as JSON text and are
+    parsed a batch at a time in one call (per-row decoding through the ORM cost seconds at 100,000
+    rows); given ``metrics``, they go straight into a float array.
+    """
+    records = (
+        Row.objects.filter(run=run)
+        .order_by()
+        .values_list("pk", "question__qid", "question__qtype", Cast("scores", TextField()))
+    )
+    pks: list[int] = []
+    qids: list[str] = []
+    types: list[str] = []
+    parts: list[Any] = []
+    names = list(metrics) if metrics is not None else None
+    for chunk in in_batches(records.iterator(chunk_size=FRAME_BATCH), FRAME_BATCH):
+        chunk_pks, chunk_qids, chunk_types, texts = zip(*chunk)
+        pks.extend(chunk_pks)
+        qids.extend(chunk_qids)
+        types.extend(slice_name(t) for t in chunk_types)
+        scores = json.loads("[" + ",".join(texts) + "]")
+        if names is None:
+            parts.append(pd.DataFrame(scores))
+        else:
+            # scores are numbers or None (checked at import): None becomes NaN
+            parts.append(np.array([[d.get(m) for m in names] for d in scores], dtype=float).reshape(-1, len(names)))
+    index = pd.Index(qids, name="question", dtype=object)
+    if names is None:
+        frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        frame = frame.apply(pd.to_numeric, errors="coerce") if len(frame.columns) else frame
+    else:
+        values = np.concatenate(parts) if parts else np.empty((0, len(names)))
+        frame = pd.DataFrame(values, index=index, columns=names)
+    frame.index = index
     frame.insert(0, "type", types)
-    return frame.astype({c: float for c in frame.columns if c != "type"})
+    if row_ids:
+        frame.insert(1, "row", np.array(pks, dtype=np.int64))
+    return frame.astype({c: float for c in frame.columns if c not in ("type", "row")})
 
 
 def comparisons_list() -> QuerySet[Comparison]:
     return Comparison.objects.select_related("base", "candidate", "base__version__eval_set", "created_by")
 
 
-def changed_rows(comparison: Comparison, metric: str, *, limit: int = 25) -> list[dict[str, Any]]:
-    """The questions whose score on ``metric`` changed most between the two runs (both rows each)."""
-    base_rows = {r.question_id: r for r in Row.objects.filter(run=comparison.base).select_related("question")}
-    out = []
-    for cand in Row.objects.filter(run=comparison.candidate, question_id__in=base_rows.keys()).select_related(
-        "question"
-    ):
-        base = base_rows[cand.question_id]
-        b, c = base.scores.get(metric), cand.scores.get(metric)
-        if b is None or c is None or b == c:
-            continue
-        out.append(
-            {
-                "question": cand.question,
-                "base": base,
-                "candidate": cand,
-                "base_score": b,
-                "cand_score": c,
-                "delta": c - b,
-            }
+#: The changed questions a comparison keeps per metric and direction (largest drops, largest rises): enough
+#: for the first page of the changed-rows list, which is then read without sorting the runs.
+CHANGED_KEPT = 100
+#: The changed questions the comparison page shows, each with both rows.
+CHANGED_SHOWN = 25
+
+
+def changed_rows(comparison: Comparison, metric: str, *, limit: int = CHANGED_SHOWN) -> list[dict[str, Any]]:
+    """The questions whose score on ``metric`` changed most between the two runs (both rows each).
+
+    Read from what the comparison kept when it was made (the largest drops and rises, see
+    :func:`evalcore.services.comparisons.compare_runs`): one query for the rows, whatever the runs'
+    size. A comparison logged before they were kept reads the same from the database, sorted there.
+    """
+    entries = stored_changes(comparison, metric, limit=limit)
+    if entries is None:
+        return changed_items(comparison, list(changed_rows_query(comparison, metric)[:limit]))
+    return stored_items(entries)
+
+
+def changed_rows_query(comparison: Comparison, metric: str, *, direction: str = "all") -> QuerySet[Row]:
+    """Every question whose ``metric`` changed, as baseline rows sorted in the database (largest change first).
+
+    Each row is annotated with ``base_score``, ``cand_score``, ``delta`` and ``candidate_row`` (the
+    candidate's row id), the candidate's row joined on the question; ``direction`` "down" or "up"
+    keeps drops or rises only. Paginate it: the sort runs in the database, and only the page's rows
+    reach Python.
+    """
+    rows = (
+        Row.objects.filter(run_id=comparison.base_id)
+        .annotate(
+            paired=FilteredRelation("question__rows", condition=Q(question__rows__run_id=comparison.candidate_id))
         )
-    out.sort(key=lambda item: (-abs(item["delta"]), item["question"].qid))
-    return out[:limit]
+        .filter(paired__isnull=False)
+        .annotate(
+            base_score=MetricScore(metric),
+            cand_score=MetricScore(metric, "paired__scores"),
+            candidate_row=F("paired__id"),
+        )
+        .filter(base_score__isnull=False, cand_score__isnull=False)
+        .annotate(delta=F("cand_score") - F("base_score"))
+        .exclude(delta=0)
+    )
+    if direction == "down":
+        rows = rows.filter(delta__lt=0)
+    elif direction == "up":
+        rows = rows.filter(delta__gt=0)
+    return rows.select_related("question").order_by(Abs("delta").desc(), "question__qid")
+
+
+def stored_changes(comparison: Comparison, metric: str, *, direction: str = "all", limit: int) -> list[dict] | None:
+    """The ``limit`` largest changes on ``metric`` from what the comparison kept, or None when it kept too few to say.
+
+    The comparison keeps the ``CHANGED_KEPT`` largest drops and rises, so any ``limit`` up to that
+    is answered exactly (the largest changes either way are among them).
+    """
+    stored = (comparison.changed or {}).get(metric)
+    if stored is None or limit > stored.get("kept", 0):
+        return None
+    entries = {"down": stored["down"], "up": stored["up"]}.get(direction, stored["down"] + stored["up"])
+    return sorted(entries, key=lambda e: (-abs(e["delta"]), e["question"]))[:limit]
+
+
+def stored_items(entries: Sequence[dict]) -> list[dict[str, Any]]:
+    """Items of a changed-rows list from kept entries, with both rows (one query)."""
+    rows = Row.objects.select_related("question").in_bulk(
+        [e["base_row"] for e in entries] + [e["candidate_row"] for e in entries]
+    )
+    return [
+        {
+            "question": rows[e["base_row"]].question,
+            "base": rows[e["base_row"]],
+            "candidate": rows[e["candidate_row"]],
+            "base_score": e["base"],
+            "cand_score": e["candidate"],
+            "delta": e["delta"],
+        }
+        for e in entries
+        if e["base_row"] in rows and e["candidate_row"] in rows
+    ]
+
+
+def changed_count(comparison: Comparison, metric: str, *, direction: str = "all") -> int:
+    """How many questions changed on ``metric`` (in ``direction``): kept with the comparison, else counted in the database."""
+    stored = (comparison.changed or {}).get(metric)
+    if stored is not None and direction == "all":
+        return int(stored["count"])
+    return changed_rows_query(comparison, metric, direction=direction).order_by().count()
+
+
+def changed_items(comparison: Comparison, base_rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Items of a changed-rows list from :func:`changed_rows_query`'s baseline rows, with their candidate rows (one query)."""
+    candidates = Row.objects.in_bulk([r.candidate_row for r in base_rows])  # type: ignore[attr-defined]
+    return [
+        {
+            "question": r.question,
+            "base": r,
+            "candidate": candidates[r.candidate_row],  # type: ignore[attr-defined]
+            "base_score": r.base_score,  # type: ignore[attr-defined]
+            "cand_score": r.cand_score,  # type: ignore[attr-defined]
+            "delta": r.delta,  # type: ignore[attr-defined]
+        }
+        for r in base_rows
+    ]

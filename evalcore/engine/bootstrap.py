@@ -18,8 +18,20 @@ Two exact resamplers, chosen automatically (with a mix of the two):
   multinomial counts, the rare ones pooled into one more category, and the draws that land in
   that pool are resampled among its members. Same distribution again, at the cost of the tail.
 
+* **binned** (``"auto"`` only, from ``BINNED_MIN_N`` paired questions; many distinct differences,
+  as with a continuous score): the sorted differences are cut into ``BINS`` bins of equal count.
+  How many draws land in each bin is drawn exactly (multinomial); the sum of the draws within the
+  bins, given those counts, is drawn from the normal distribution with their exact mean and
+  variance (each bin is narrow and holds many draws, so that sum is very nearly normal). The
+  resampled means have the exact bootstrap mean and variance, and their skew comes from the
+  exact between-bin draw; the intervals agree with the exact resampler's within its own Monte
+  Carlo error (``tests/engine/test_fast_paths.py`` measures it against the resampler and
+  ``scipy.stats.bootstrap``), at a cost that does not grow with n (milliseconds at 100,000).
+
 ``"auto"`` picks whichever costs least by a cost model measured on this engine (one multinomial
-category costs about as much as ``_MULTINOMIAL_COST`` resampled elements).
+category costs about as much as ``_MULTINOMIAL_COST`` resampled elements). Below
+``BINNED_MIN_N`` every resampler it may pick is exact, so small comparisons (and every worked
+example of the spec) are unchanged.
 
 Percentiles are read as order statistics exactly as in the spec: the sorted resampled means at
 positions ``int(0.025 * iterations)`` and ``int(0.975 * iterations)`` for a 95 % interval.
@@ -52,6 +64,11 @@ _MULTINOMIAL_COST = 12.0
 _MAX_MULTINOMIAL_VALUES = 4096
 #: Relative cost of a draw from the pooled rare differences of the mixed resampler.
 _POOLED_COST = 1.25
+#: The binned resampler is one of ``"auto"``'s choices from this many paired questions on.
+BINNED_MIN_N = 2000
+#: Bins of equal count of the binned resampler (at least ``BINNED_MIN_N / BINS`` differences each), before
+#: the two at the ends are cut finer (see ``_bin_edges``).
+BINS = 32
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,8 +89,9 @@ class BootstrapResult(Interval):
         Level of the two-sided interval.
     n : int, default 0
         Number of paired questions.
-    method : {"multinomial", "resample", "mixed"}, default "resample"
-        The resampler that drew the means (all are exact).
+    method : {"multinomial", "resample", "mixed", "binned"}, default "resample"
+        The resampler that drew the means (the first three exact, "binned" within the
+        bootstrap's own Monte Carlo error of them; see the module's docstring).
 
     Examples
     --------
@@ -137,6 +155,7 @@ class _Plan:
     means: np.ndarray
     method: str
     jobs: list[Job]
+    bins: _Bins | None = None  # the binned resampler's input; its jobs may be shared (see ``_jobs_of``)
 
 
 def _choose(values: np.ndarray, counts: np.ndarray, n: int) -> str:
@@ -151,6 +170,8 @@ def _choose(values: np.ndarray, counts: np.ndarray, n: int) -> str:
     if 0 < n_heavy < _MAX_MULTINOMIAL_VALUES and n_heavy < values.size:
         # a pooled draw costs a little more than a plain one (variable-length rows to sum)
         costs["mixed"] = (n_heavy + 1) * _MULTINOMIAL_COST + _POOLED_COST * float(counts[~heavy].sum())
+    if n >= BINNED_MIN_N:
+        costs["binned"] = (BINS + 2 * math.log2(n / BINS) + 2) * _MULTINOMIAL_COST  # the counts, and one normal draw
     return min(costs, key=costs.__getitem__)
 
 
@@ -160,9 +181,12 @@ def _plan_means(diffs: np.ndarray, *, iterations: int, seed: int, method: str) -
     values, counts = np.unique(diffs, return_counts=True)
     if method == "auto":
         method = _choose(values, counts, n)
-    if method not in ("multinomial", "resample", "mixed"):
+    if method not in ("multinomial", "resample", "mixed", "binned"):
         raise ValueError(f"method must be 'auto', 'multinomial' or 'resample', got {method!r}")
     out = np.empty(iterations)
+    if method == "binned":
+        bins = _bins_of(diffs, iterations=iterations, seed=seed, out=out)
+        return _Plan(out, method, _binned_jobs([bins]), bins)
     if method == "multinomial":
         job = lambda: _multinomial_means(values, counts, n, iterations=iterations, seed=seed, out=out)  # noqa: E731
         return _Plan(out, method, [(iterations * values.size * _MULTINOMIAL_COST, job)])
@@ -194,7 +218,7 @@ def resampled_means(
 ) -> tuple[np.ndarray, str]:
     """Return ``iterations`` bootstrap means of ``diffs`` and the resampler used."""
     plan = _plan_means(diffs, iterations=iterations, seed=seed, method=method)
-    _run_jobs(plan.jobs, threads)
+    _run_jobs(_jobs_of([plan]), threads)
     return plan.means, plan.method
 
 
@@ -279,6 +303,81 @@ def _mixed_jobs(
     ]
 
 
+def _bin_edges(n: int) -> np.ndarray:
+    """Edges of the binned resampler's bins among ``n`` sorted differences: ``BINS`` of equal count, the two at
+    the ends cut in halves, quarters, ... down to single differences, so that the extremes (where a heavy tail's
+    skew lives) are drawn exactly and every bin drawn by the normal approximation is narrow."""
+    step = n / BINS
+    halves = [step / 2**k for k in range(int(math.log2(max(step, 1.0))), 0, -1)]  # 1, 2, 4, ... below step
+    low = [0.0, *halves]
+    middle = [step * i for i in range(1, BINS)]
+    high = [n - h for h in reversed(halves)]
+    return np.unique(np.round([*low, *middle, *high, float(n)]).astype(np.intp))
+
+
+@dataclass(frozen=True)
+class _Bins:
+    """What the binned resampler needs of one bootstrap: its bins (by n) and each bin's mean and spread."""
+
+    n: int
+    iterations: int
+    seed: int
+    means: np.ndarray
+    spread: np.ndarray  # variance of the differences within each bin
+    out: np.ndarray
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return self.n, self.iterations, self.seed
+
+
+def _bins_of(diffs: np.ndarray, *, iterations: int, seed: int, out: np.ndarray) -> _Bins:
+    n = diffs.size
+    ordered = np.sort(diffs)
+    edges = _bin_edges(n)
+    sizes = np.diff(edges)
+    means = np.add.reduceat(ordered, edges[:-1]) / sizes
+    spread = np.add.reduceat((ordered - np.repeat(means, sizes)) ** 2, edges[:-1]) / sizes
+    return _Bins(n, iterations, seed, means, spread, out)
+
+
+def _binned_jobs(group: Sequence[_Bins]) -> list[Job]:
+    """Jobs of the binned resampler (see the module's docstring) for bootstraps of the same n, iterations and seed.
+
+    The bins' counts and the normal draws depend only on those three, so they are drawn once
+    for the whole group: each bootstrap gets exactly the means it would get alone.
+    """
+    n, iterations, seed = group[0].key
+    edges = _bin_edges(n)
+    pvals = np.diff(edges) / n
+    rows = max(1, min(iterations, CHUNK_ELEMENTS // (edges.size - 1)))
+
+    def run(start: int, stop: int, child: np.random.SeedSequence) -> None:
+        rng = np.random.default_rng(child)
+        counts = rng.multinomial(n, pvals, size=stop - start).astype(np.float64)
+        normal = rng.standard_normal(stop - start)
+        for b in group:  # one product per bootstrap: bit for bit what it gets alone
+            b.out[start:stop] = (counts @ b.means + np.sqrt(counts @ b.spread) * normal) / n
+
+    cost = (edges.size + 1 + len(group)) * _MULTINOMIAL_COST
+    return [
+        (cost * (stop - start), _bind(run, start, stop, child))
+        for start, stop, child in _chunks(iterations, rows, seed)
+    ]
+
+
+def _jobs_of(plans: Sequence[_Plan]) -> list[Job]:
+    """Every job of these plans, binned bootstraps of the same n, iterations and seed drawn together."""
+    jobs = [job for plan in plans if plan.bins is None for job in plan.jobs]
+    groups: dict[tuple[int, int, int], list[_Bins]] = {}
+    for plan in plans:
+        if plan.bins is not None:
+            groups.setdefault(plan.bins.key, []).append(plan.bins)
+    for group in groups.values():
+        jobs.extend(_binned_jobs(group))
+    return jobs
+
+
 def _bind(function: Callable[..., None], *args: object) -> Callable[[], None]:
     return lambda: function(*args)
 
@@ -307,8 +406,10 @@ def paired_bootstrap(
     confidence : float, default 0.95
         Level of the two-sided interval.
     method : {"auto", "multinomial", "resample"}, default "auto"
-        Resampler; all are exact. ``"auto"`` picks the fastest for the data (possibly a mix of
-        the two, reported as ``"mixed"``).
+        Resampler; both are exact. ``"auto"`` picks the fastest for the data: one of them, a mix
+        of the two (reported as ``"mixed"``, exact too) or, from ``BINNED_MIN_N`` paired questions
+        with many distinct differences, the binned resampler (``"binned"``, within the
+        bootstrap's own Monte Carlo error of the exact ones; see the module's docstring).
     threads : int, optional
         Threads for the resampling path (default: up to 4, by CPU count). Results do not
         depend on it.
@@ -333,7 +434,7 @@ def paired_bootstrap(
     diffs, plan, iterations, confidence = _prepare(
         base, cand, iterations=iterations, seed=seed, confidence=confidence, method=method, threads=threads
     )
-    _run_jobs(plan.jobs, threads)
+    _run_jobs(_jobs_of([plan]), threads)
     return _finish(diffs, plan, iterations=iterations, seed=seed, confidence=confidence)
 
 

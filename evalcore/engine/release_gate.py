@@ -439,7 +439,8 @@ def gate_frame(
             pending.append((len(decisions), metric, name, bv[use], cv[use]))
             decisions.append(None)
     # Every (metric, slice) bootstrap is split into independent jobs that share one pool of
-    # threads, costliest first: the same numbers as calling gate() one by one, in less time.
+    # threads, costliest first, and binned bootstraps of the same size draw their bins' counts
+    # once for all metrics: the same numbers as calling gate() one by one, in less time.
     prepared = []
     for position, metric, name, base_values, cand_values in pending:
         margins[metric] = _check_metric(metric, margins[metric])
@@ -453,7 +454,7 @@ def gate_frame(
             threads=threads,
         )
         prepared.append((position, metric, name, base_values, cand_values, diffs, plan, n_iterations, level))
-    _bootstrap._run_jobs([job for entry in prepared for job in entry[6].jobs], threads)
+    _bootstrap._run_jobs(_bootstrap._jobs_of([entry[6] for entry in prepared]), threads)
     for position, metric, name, base_values, cand_values, diffs, plan, n_iterations, level in prepared:
         result = _bootstrap._finish(diffs, plan, iterations=n_iterations, seed=seed, confidence=level)
         decisions[position] = _decision(

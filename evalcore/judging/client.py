@@ -171,7 +171,7 @@ class JudgeClient:
         self.limiter = RateLimiter(
             requests_per_minute=limits.requests_per_minute, tokens_per_minute=limits.tokens_per_minute, sleep=sleep
         )
-        import openai
+        import openai  # here, not at import: it takes over a second, and the gate, imports and pages never call a judge
 
         self.client = openai.AsyncOpenAI(
             api_key=api_key, base_url=base_url or None, max_retries=0, timeout=limits.timeout_seconds
@@ -205,7 +205,7 @@ class JudgeClient:
 
     async def call(self, request: CallRequest) -> CallResult:
         """Call for one item until it has a valid answer or has failed for good."""
-        import openai  # here, not at module level: it costs a second at every process start
+        import openai  # already loaded by __init__
 
         messages = list(request.messages)
         prompt_tokens = completion_tokens = attempts = retries = 0

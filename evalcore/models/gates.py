@@ -41,6 +41,12 @@ class Comparison(models.Model):
     judge_rates = models.JSONField(
         default=list, blank=True, help_text="Each run's judge pass rate, raw and corrected for the judge's errors."
     )
+    changed = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Metric -> {count, down, up}: how many questions changed, and the largest drops and rises "
+        "(question, both row ids, both scores, delta), kept when the comparison is made so its page reads no whole run.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from django.conf import settings
 from django.db import transaction
@@ -20,7 +21,7 @@ from django.db import transaction
 from evalcore.engine import REVIEW, GateDecision, GateReport, gate_frame, overall_status, settle_review
 
 from ..models import Comparison, GateDecisionRecord, Run
-from ..selectors import run_rows_frame
+from ..selectors import CHANGED_KEPT, run_rows_frame
 from .judge_fitness import JudgeValidation, check_judge_policy, corrected_pass_rates, judge_validation
 from .problems import UserFacingError
 from .scoring import is_judge_metric
@@ -141,51 +142,54 @@ def compare_runs(
     iterations = settings.GATE_ITERATIONS if iterations is None else int(iterations)
     seed = settings.GATE_SEED if seed is None else int(seed)
 
-    progress(0, len(chosen) + 1, "loading rows")
-    base_frame = run_rows_frame(base)
-    cand_frame = run_rows_frame(candidate)
-    if len(base_frame.index.intersection(cand_frame.index)) == 0:
+    progress(0, 3, "loading rows")
+    base_frame = run_rows_frame(base, metrics=chosen, row_ids=True)
+    cand_frame = run_rows_frame(candidate, metrics=chosen, row_ids=True)
+    common = base_frame.index.intersection(cand_frame.index, sort=False)
+    if len(common) == 0:
         raise ComparisonRefused(
             f"{base.name!r} and {candidate.name!r} answered no question in common: comparisons are paired on the "
             f"questions both runs answered. Run both on the same questions first"
         )
-    decisions = []
-    notes: list[str] = []
-    for i, metric in enumerate(chosen, start=1):
-        report = gate_frame(
-            base_frame[[SLICE_COLUMN, metric]],
-            cand_frame[[metric]],
-            metrics=[metric],
-            slice_by=SLICE_COLUMN if slice_by else None,
-            margin=per_metric,
-            higher_is_better={metric: metric not in lower_is_better},
-            iterations=iterations,
-            seed=seed,
-            confidence=confidence,
-        )
-        if not report.decisions:  # never let a metric that was not compared count as a pass
+    progress(1, 3, f"bootstrapping {len(chosen)} metrics")
+    # one call for every metric: their bootstraps share one pool of threads (the same numbers as one by one)
+    gated = gate_frame(
+        base_frame[[SLICE_COLUMN, *chosen]],
+        cand_frame[chosen],
+        metrics=chosen,
+        slice_by=SLICE_COLUMN if slice_by else None,
+        margin=per_metric,
+        higher_is_better={metric: metric not in lower_is_better for metric in chosen},
+        iterations=iterations,
+        seed=seed,
+        confidence=confidence,
+    )
+    decisions = list(gated.decisions)
+    notes = list(gated.notes)
+    for metric in chosen:
+        if not any(d.metric == metric for d in decisions):  # never let a metric that was not compared count as a pass
             excluded[metric] = (
                 "no question is scored on it in both runs (for example abstention when no question is unanswerable)"
             )
-        decisions.extend(report.decisions)
-        notes.extend(n for n in report.notes if n not in notes)
-        progress(i, len(chosen) + 1, f"gated {metric}")
     if not decisions:
         raise ComparisonRefused("nothing to compare: " + "; ".join(f"{m}: {why}" for m, why in excluded.items()))
+    progress(2, 3, "storing decisions")
     validation = judge_validation(base.judge_config) if any(is_judge_metric(d.metric) for d in decisions) else None
     data_status = {(d.metric, d.slice): d.status for d in decisions}
     decisions = [_under_judge_policy(d, validation, policy) if is_judge_metric(d.metric) else d for d in decisions]
     chosen = [m for m in chosen if m not in excluded]
     per_metric = {m: per_metric[m] for m in chosen}
+    paired = _Paired.of(base_frame, cand_frame, common)
     to_settle = {
-        (d.metric, d.slice): _to_settle(d, data_status[(d.metric, d.slice)], base_frame, cand_frame, confidence)
+        (d.metric, d.slice): _to_settle(d, data_status[(d.metric, d.slice)], paired, confidence)
         for d in decisions
         if d.status == REVIEW
     }
+    changed = {metric: paired.changed(metric) for metric in chosen}
     report = GateReport(
         decisions=tuple(decisions),
         overall=overall_status([d.status for d in decisions]),
-        n_paired=len(base_frame.index.intersection(cand_frame.index)),
+        n_paired=len(common),
         notes=tuple(notes),
     )
     with transaction.atomic():
@@ -202,6 +206,7 @@ def compare_runs(
             n_paired=report.n_paired,
             notes=list(report.notes),
             excluded_metrics=excluded,
+            changed=changed,
             judge_policy=policy,
             judge_rates=[asdict(rate) for rate in corrected_pass_rates(base.judge_config, [base, candidate])]
             if validation
@@ -239,7 +244,7 @@ def compare_runs(
                 for d in report.decisions
             ]
         )
-    progress(len(chosen) + 1, len(chosen) + 1, "done")
+    progress(3, 3, "done")
     return ComparisonOutcome(comparison, report, excluded)
 
 
@@ -253,9 +258,64 @@ def _under_judge_policy(decision: GateDecision, validation: JudgeValidation | No
     return replace(decision, status=REVIEW, message=f"{decision.metric}: {validation.reason}; {data_alone}")
 
 
-def _to_settle(
-    decision: GateDecision, data_status: str, base: pd.DataFrame, cand: pd.DataFrame, confidence: float
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Paired:
+    """Both runs' scores on the questions both answered, aligned once for every decision that reads them."""
+
+    base: pd.DataFrame  # the baseline's whole frame (its scored questions count as available)
+    base_common: pd.DataFrame
+    cand_common: pd.DataFrame
+    slices: dict[str, np.ndarray]  # slice -> which common questions are in it
+    base_slices: dict[str, np.ndarray]  # slice -> which of the baseline's questions are in it
+
+    @classmethod
+    def of(cls, base: pd.DataFrame, cand: pd.DataFrame, common: pd.Index) -> _Paired:
+        base_common, cand_common = base.loc[common], cand.loc[common]
+        return cls(base, base_common, cand_common, _slice_masks(base_common), _slice_masks(base))
+
+    def changed(self, metric: str, *, kept: int = CHANGED_KEPT) -> dict[str, Any]:
+        """How many questions changed on ``metric``, and the ``kept`` largest drops and rises (ties by question id)."""
+        b = self.base_common[metric].to_numpy(dtype=float)
+        c = self.cand_common[metric].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            delta = c - b
+        moved = np.flatnonzero(np.isfinite(delta) & (delta != 0))
+        qids = self.base_common.index.to_numpy()
+        base_rows = self.base_common["row"].to_numpy()
+        cand_rows = self.cand_common["row"].to_numpy()
+
+        def largest(sign: float) -> list[dict[str, Any]]:
+            side = moved[sign * delta[moved] > 0]
+            if side.size > kept:  # the kept-th largest change, and every question tied with it
+                cut = np.partition(sign * delta[side], side.size - kept)[side.size - kept]
+                side = side[sign * delta[side] >= cut]
+            order = sorted(side.tolist(), key=lambda i: (-sign * delta[i], qids[i]))[:kept]
+            return [
+                {
+                    "question": str(qids[i]),
+                    "base_row": int(base_rows[i]),
+                    "candidate_row": int(cand_rows[i]),
+                    "base": float(b[i]),
+                    "candidate": float(c[i]),
+                    "delta": float(delta[i]),
+                }
+                for i in order
+            ]
+
+        return {"count": int(moved.size), "kept": kept, "down": largest(-1.0), "up": largest(1.0)}
+
+
+def _slice_masks(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Which rows of a frame are in each slice ("all", or a question type as :func:`gate_frame` names it)."""
+    labels = frame[SLICE_COLUMN].astype("string").fillna("(none)") if SLICE_COLUMN in frame.columns else None
+    masks = {"all": np.ones(len(frame), dtype=bool)}
+    if labels is not None:
+        codes, names = pd.factorize(labels)
+        masks.update({str(name): codes == i for i, name in enumerate(names)})
+    return masks
+
+
+def _to_settle(decision: GateDecision, data_status: str, paired: _Paired, confidence: float) -> dict[str, Any]:
     """What would settle a review decision: the planner's paired questions at the observed change and spread, in words.
 
     A decision sent to review by the judge policy (the data alone passed or blocked) is settled by
@@ -268,14 +328,12 @@ def _to_settle(
             "judge report), or re-score both runs with a judge that is validated and fit",
             "questions": None,
         }
-    common = base.index.intersection(cand.index, sort=False)
-    b = pd.to_numeric(base.loc[common, decision.metric], errors="coerce")
-    c = pd.to_numeric(cand.loc[common, decision.metric], errors="coerce")
-    in_slice = _in_slice(base.loc[common], decision.slice)
-    use = (b.notna() & c.notna() & in_slice).to_numpy()
-    scored = int(
-        (pd.to_numeric(base[decision.metric], errors="coerce").notna() & _in_slice(base, decision.slice)).sum()
-    )
+    b = paired.base_common[decision.metric].to_numpy(dtype=float)
+    c = paired.cand_common[decision.metric].to_numpy(dtype=float)
+    use = ~np.isnan(b) & ~np.isnan(c) & paired.slices.get(decision.slice, np.zeros(len(b), dtype=bool))
+    base_scores = paired.base[decision.metric].to_numpy(dtype=float)
+    in_slice = paired.base_slices.get(decision.slice, np.zeros(len(base_scores), dtype=bool))
+    scored = int(np.count_nonzero(~np.isnan(base_scores) & in_slice))
     scope = "the eval set" if decision.slice == "all" else f"slice {decision.slice}"
     if use.sum() < 2:
         return {
@@ -284,8 +342,8 @@ def _to_settle(
             "questions": None,
         }
     plan = settle_review(
-        b.to_numpy()[use],
-        c.to_numpy()[use],
+        b[use],
+        c[use],
         margin=decision.margin,
         higher_is_better=decision.higher_is_better,
         confidence=confidence,
@@ -343,13 +401,6 @@ def reviews_to_settle(decisions: Sequence[Any]) -> ReviewsToSettle:
     return ReviewsToSettle(by_data, by_judge)
 
 
-def _in_slice(frame: pd.DataFrame, name: str) -> pd.Series:
-    """Which questions of a run's frame are in a slice ("all", or a question type as :func:`gate_frame` names it)."""
-    if name == "all" or SLICE_COLUMN not in frame.columns:
-        return pd.Series(True, index=frame.index)
-    return frame[SLICE_COLUMN].astype("string").fillna("(none)") == name
-
-
 def _finite(value: float) -> float | None:
     return None if value != value else float(value)  # NaN -> None
 
@@ -372,6 +423,7 @@ def comparison_as_dict(comparison: Comparison) -> dict[str, Any]:
         "judge_policy": comparison.judge_policy,
         "judge_rates": comparison.judge_rates,
         "created_at": comparison.created_at.isoformat(),
+        "changed": comparison.changed,
         "decisions": [
             {
                 "metric": d.metric,

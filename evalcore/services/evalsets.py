@@ -27,7 +27,7 @@ from .fields import (
     extra_fields,
     is_blank,
 )
-from .importing import Progress, about_file, create_once, in_batches, no_progress, validated
+from .importing import Progress, about_file, create_once, in_batches, no_progress, refresh_statistics, validated
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import count_records, detect_format
@@ -323,6 +323,7 @@ def evalset_import(
         return EvalSetImportResult(
             version, False, f"Nothing new: {version.label} already holds exactly these questions."
         )
+    refresh_statistics(Question)
     progress(len(pairs), len(pairs), "done")
     lineage = f", derived from v{version.parent.number}" if version.parent else ""
     return EvalSetImportResult(

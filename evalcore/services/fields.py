@@ -51,6 +51,8 @@ def as_id(value: Any, field: str) -> str:
 
 def as_text(value: Any, field: str, *, required: bool = False) -> str:
     """Return the value as text within the field length limit; blank is "" (or an error when ``required``)."""
+    if type(value) is str and value and not value.isspace():
+        return checked_text(value, field)
     if is_blank(value):
         if required:
             raise FieldError(field, "is required and must be non-empty text")
@@ -63,6 +65,10 @@ def as_text(value: Any, field: str, *, required: bool = False) -> str:
 def checked_text(text: str, field: str) -> str:
     """Refuse text over the field length limit or holding a NUL character (no database stores one in text)."""
     limit = limits()
+    if (
+        len(text) <= limit.field_chars and "\x00" not in text
+    ):  # the common case, checked first: imports call this per value
+        return text
     if len(text) > limit.field_chars:
         raise FieldError(field, limit.message(f"is {len(text):,} characters long", "field_chars"))
     if "\x00" in text:
@@ -321,6 +327,11 @@ def as_list(value: Any, field: str) -> list:
 
 def as_str_list(value: Any, field: str) -> list[str]:
     items = as_list(value, field)
+    limit = limits().field_chars
+    if all(
+        type(item) is str and 0 < len(item) <= limit and "\x00" not in item and not item.isspace() for item in items
+    ):
+        return items  # the common case (non-empty ids within the limits), checked in one pass
     out = []
     for i, item in enumerate(items):
         if isinstance(item, bool) or not isinstance(item, (str, int)) or (isinstance(item, str) and not item.strip()):

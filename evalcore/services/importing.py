@@ -10,10 +10,10 @@ treat a repeated import as a no-op.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, models, transaction
 
 from .fields import FieldError
 from .problems import ImportFailed, ImportProblem, ProblemCollector, UserFacingError
@@ -108,3 +108,47 @@ def in_batches(values: Iterable[T], size: int) -> Iterator[list[T]]:
             batch = []
     if batch:
         yield batch
+
+
+def insert_values(model: type[models.Model], fields: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+    """Insert rows given as tuples of field values with one ``executemany``; return how many.
+
+    ``bulk_create`` builds every model instance and compiles every value through the ORM, which
+    cost more than parsing and scoring an imported row put together (profiled on a 100,000-row
+    run). Here only JSON fields are adapted (the database's own adapter, as the ORM does);
+    ``executemany`` is a prepared statement on SQLite and a pipeline on PostgreSQL. No signals are
+    sent (``bulk_create`` sends none either); the caller's transaction holds the writes.
+    """
+    meta = model._meta
+    columns = [meta.get_field(name) for name in fields]
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c.column) for c in columns)}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))})"
+    )
+    json_at = [i for i, c in enumerate(columns) if isinstance(c, models.JSONField)]
+    adapt = connection.ops.adapt_json_value
+    params = []
+    for row in rows:
+        values = list(row)
+        for i in json_at:
+            values[i] = adapt(values[i], columns[i].encoder)
+        params.append(values)
+    if params:
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, params)
+    return len(params)
+
+
+def refresh_statistics(*models_written: type[models.Model]) -> None:
+    """Let PostgreSQL's planner see rows just written in bulk (``ANALYZE``), as its manual advises after a load.
+
+    Until autovacuum gets to it, the planner believes a new run's 100,000 rows are a few dozen and
+    sorts them all for the rows page's first 50 (0.6 s) instead of walking the question index (8 ms).
+    SQLite plans these queries well without statistics.
+    """
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for model in models_written:
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")

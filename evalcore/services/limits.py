@@ -10,8 +10,11 @@ and its variable, so whoever hits it knows what to change.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,13 @@ _LIMITS = {
 }
 
 
+@cache
 def limits() -> Limits:
-    """The limits of the current settings (tests override the settings)."""
+    """The limits of the current settings, read once (an import checks every field against them).
+
+    Cached until a setting changes (tests override them), so a check costs a dictionary lookup,
+    not seven reads of the lazy settings object.
+    """
     return Limits(
         depth=settings.IMPORT_MAX_DEPTH,
         field_chars=settings.IMPORT_MAX_FIELD_CHARS,
@@ -54,3 +62,8 @@ def limits() -> Limits:
         decompressed_bytes=settings.IMPORT_MAX_DECOMPRESSED_BYTES,
         problems=settings.IMPORT_MAX_PROBLEMS,
     )
+
+
+@receiver(setting_changed)
+def _forget_limits(**kwargs: object) -> None:
+    limits.cache_clear()

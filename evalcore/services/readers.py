@@ -268,13 +268,16 @@ def _read_jsonl(path: Path, name: str, problems: ProblemCollector) -> Iterator[R
     if is_json_document(path):
         yield from _read_json_document(path, name, problems)
         return
+    depth = limits().depth
     for line_no, raw in text_lines(path, name, problems):
         text = raw.strip()
         if not text:
             continue
         try:
             data = json.loads(text)
-            check_depth(data)
+            # a value cannot nest deeper than it has opening brackets: most lines need no walk
+            if text.count("[") + text.count("{") > depth:
+                check_depth(data)
         except json.JSONDecodeError as error:
             problems.add(
                 line_no, None, f"malformed JSON: {error.msg} (column {error.colno}); each line must be one JSON object"

@@ -22,7 +22,16 @@ from evalcore.engine import ChunkMap
 from ..models import EvalSetVersion, Question, Row, Run, RunChunk
 from ..selectors import version_by_ref
 from .fields import FieldError, as_id, as_int, json_safe
-from .importing import Progress, about_file, create_once, in_batches, no_progress, validated
+from .importing import (
+    Progress,
+    about_file,
+    create_once,
+    in_batches,
+    insert_values,
+    no_progress,
+    refresh_statistics,
+    validated,
+)
 from .judge_configs import judge_config_get_or_create, normalize_judge_config
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
@@ -34,6 +43,19 @@ from .tool_formats import langfuse_score_rows
 from .trec import TIE_ORDERS, read_import
 
 BATCH = 2000
+#: The columns :func:`store_rows` writes, in the order of its value tuples.
+ROW_FIELDS = (
+    "run",
+    "question",
+    "retrieved",
+    "context_ids",
+    "context",
+    "answer",
+    "declined",
+    "claims",
+    "scores",
+    "metadata",
+)
 GAINS = ("exponential", "linear")
 
 
@@ -359,6 +381,7 @@ def run_import(
     )
     if not created:
         return RunImportResult(run, False, f"Nothing new: run {name!r} was imported concurrently from this file.")
+    refresh_statistics(Row)
     written = run.row_count
     coverage = f"{written} of {version.question_count} questions" + (
         " (partial run: means cover only these)" if written < version.question_count else ""
@@ -388,37 +411,38 @@ def store_rows(
     cutoffs: list[int] | None = None,
 ) -> None:
     """Score rows (as :func:`~.run_rows.normalize_row` gives them) in batches, write them, then the run's count and summary."""
-    summary_rows: list[tuple[str, dict[str, float | None]]] = []
+    summary: list[pd.DataFrame] = []
     gold_counts = {"unanswerable": 0, "no_gold": 0, "no_relevant_gold": 0}
     written = 0
     for batch in in_batches(rows, BATCH):
         infos = [index.by_qid[row["qid"]] for row in batch]
         computed = score_rows(batch, infos, k=run.k, gain=run.gain, chunk_map=chunk_map, cutoffs=cutoffs or ())
-        objects = []
+        values = []
+        summary_rows: list[tuple[str, dict[str, float | None]]] = []
         for row, info, scores in zip(batch, infos, computed):
             merged, metadata = _merge_scores(row, scores)
-            objects.append(
-                Row(
-                    run=run,
-                    question_id=info.pk,
-                    retrieved=row["retrieved"],
-                    context_ids=row["context_ids"] or [],
-                    context=row["context"],
-                    answer=row["answer"],
-                    declined=row["declined"],
-                    claims=row["claims"],
-                    scores=merged,
-                    metadata=metadata,
+            values.append(
+                (
+                    run.pk,
+                    info.pk,
+                    row["retrieved"],
+                    row["context_ids"] or [],
+                    row["context"],
+                    row["answer"],
+                    row["declined"],
+                    row["claims"],
+                    merged,
+                    metadata,
                 )
             )
             summary_rows.append((slice_name(info.qtype), merged))
             gold_counts[gold_kind(info)] = gold_counts.get(gold_kind(info), 0) + 1
-        Row.objects.bulk_create(objects)
-        written += len(objects)
+        written += insert_values(Row, ROW_FIELDS, values)
+        summary.append(score_frame(summary_rows))
         progress(written)
     run.row_count = written
     run.summary = {
-        **build_summary(summary_rows, k=run.k, questions_per_slice=index.per_slice),
+        **build_summary(summary, k=run.k, questions_per_slice=index.per_slice),
         "retrieval_gold": {kind: n for kind, n in gold_counts.items() if kind != "relevant"},
         **({"cutoffs": sorted({run.k, *cutoffs})} if cutoffs else {}),
     }
@@ -475,13 +499,17 @@ def _merge_scores(
     return merged, metadata
 
 
-def build_summary(
-    rows: list[tuple[str, dict[str, float | None]]], *, k: int, questions_per_slice: dict[str, int]
-) -> dict[str, Any]:
-    names: set[str] = set()
-    for _, scores in rows:
-        names.update(scores)
-    metrics = order_metrics(names, k)
-    frame = pd.DataFrame([scores for _, scores in rows], columns=metrics, dtype=float)
+def score_frame(rows: list[tuple[str, dict[str, float | None]]]) -> pd.DataFrame:
+    """One batch's scores as float columns beside a ``slice`` column (8 bytes a score, not a dict a row)."""
+    frame = pd.DataFrame([scores for _, scores in rows], dtype=float)
     frame["slice"] = [s for s, _ in rows]
+    return frame
+
+
+def build_summary(batches: list[pd.DataFrame], *, k: int, questions_per_slice: dict[str, int]) -> dict[str, Any]:
+    """The run's summary from the :func:`score_frame` of each batch."""
+    frame = pd.concat(batches, ignore_index=True) if batches else pd.DataFrame({"slice": []})
+    metrics = order_metrics(set(frame.columns) - {"slice"}, k)
+    frame = frame.reindex(columns=[*metrics, "slice"])
+    frame[metrics] = frame[metrics].astype(float)
     return summarize_scores(frame, metrics=metrics, questions_per_slice=questions_per_slice)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from django.core.paginator import Paginator
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -17,8 +18,12 @@ from ..services.runs import gold_note
 from ..services.scoring import is_judge_metric
 from ..services.uploads import save_upload
 from .jobs import job_form_page, register_job_form, retried_job, values_of
+from .paging import CountedPaginator, UncountedPage
 
 register_job_form(IMPORT_RUN, lambda job: reverse("evalcore:runs"))
+
+#: Rows listed a page on the rows page.
+ROWS_PAGE = 50
 
 
 @require_http_methods(["GET", "POST"])
@@ -111,7 +116,11 @@ def run_rows_page(request: HttpRequest, run_id: int) -> HttpResponse:
         high=filters.get("high"),
         search=filters.get("q") or None,
     )
-    page = Paginator(rows, 50).get_page(filters.get("page"))
+    filtered = any(filters.get(name) not in (None, "") for name in ("type", "metric", "low", "high", "q"))
+    if filtered:  # no count of what a filter keeps: on 100,000 rows it can cost more than the page
+        page: Any = UncountedPage(rows, filters.get("page"), ROWS_PAGE)
+    else:  # every row of the run: counted at import
+        page = CountedPaginator(rows, ROWS_PAGE, count=run.row_count).get_page(filters.get("page"))
     types = sorted((run.summary.get("slices") or {}).keys() - {"all"})
     context = {"run": run, "form": form, "page": page, "metrics": metrics, "types": types, "filters": filters}
     template = "evalcore/rows.html#rows" if request.htmx else "evalcore/rows.html"

@@ -40,10 +40,16 @@ def comparison_of(n_questions: int, tmp_path, owner):
     return compare_runs(base=base, candidate=cand, user=owner, iterations=200).comparison
 
 
-# measured and pinned (session and user included); neither depends on the number of rows or decisions
-COMPARISON_PAGE = 6
+# measured and pinned (session and user included); none depends on the number of rows or decisions: the
+# comparison page reads the changes kept with the comparison (one query for both rows of each), the rows page
+# takes its count from the run, and the changed-rows list its count from the comparison
+COMPARISON_PAGE = 5
 RUN_PAGE = 4
-ROWS_PAGE = 5
+ROWS_PAGE = 4
+FILTERED_ROWS_PAGE = 4  # no count: one row past the page says whether another follows
+CHANGED_ROWS_PAGE = 4  # the first page: the changes kept with the comparison (both rows in one query)
+CHANGED_ROWS_LATER_PAGE = 5  # sorted in the database, then the candidate's rows
+CHANGED_ROWS_API = 4
 
 
 @pytest.mark.parametrize("n_questions", [12, 40])
@@ -52,7 +58,7 @@ def test_the_comparison_page_takes_the_same_queries_whatever_the_number_of_rows(
 ):
     comparison = comparison_of(n_questions, tmp_path, owner)
     with django_assert_num_queries(COMPARISON_PAGE):
-        response = owner_client.get(reverse("evalcore:comparison", args=[comparison.pk]))
+        response = owner_client.get(reverse("evalcore:comparison", args=[comparison.pk]), {"metric": "faithfulness"})
     assert response.status_code == 200 and "OVERALL" in response.content.decode()
 
 
@@ -65,3 +71,28 @@ def test_the_run_and_rows_pages_take_the_same_queries_whatever_the_number_of_row
         assert owner_client.get(reverse("evalcore:run", args=[comparison.base_id])).status_code == 200
     with django_assert_num_queries(ROWS_PAGE):
         assert owner_client.get(reverse("evalcore:rows", args=[comparison.base_id])).status_code == 200
+
+
+@pytest.mark.parametrize("n_questions", [12, 40])
+def test_a_filtered_rows_page_takes_the_same_queries_whatever_the_number_of_rows(
+    owner_client, owner, tmp_path, django_assert_num_queries, n_questions
+):
+    comparison = comparison_of(n_questions, tmp_path, owner)
+    url = reverse("evalcore:rows", args=[comparison.base_id])
+    with django_assert_num_queries(FILTERED_ROWS_PAGE):
+        assert owner_client.get(url, {"type": "a", "metric": "faithfulness", "low": "0"}).status_code == 200
+
+
+@pytest.mark.parametrize("n_questions", [60, 120])
+def test_the_changed_rows_list_takes_the_same_queries_whatever_the_number_of_rows(
+    owner_client, owner, tmp_path, django_assert_num_queries, n_questions
+):
+    comparison = comparison_of(n_questions, tmp_path, owner)
+    url = reverse("evalcore:changed-rows", args=[comparison.pk])
+    with django_assert_num_queries(CHANGED_ROWS_PAGE):
+        assert owner_client.get(url, {"metric": "faithfulness"}).status_code == 200
+    with django_assert_num_queries(CHANGED_ROWS_LATER_PAGE):
+        assert owner_client.get(url, {"metric": "faithfulness", "page": "2"}).status_code == 200
+    with django_assert_num_queries(CHANGED_ROWS_API):
+        api = owner_client.get(f"/api/comparisons/{comparison.pk}/changed/", {"metric": "faithfulness", "limit": 10})
+    assert api.json()["count"] == n_questions

@@ -71,6 +71,7 @@ def pages(w) -> list[str]:
         reverse("evalcore:row", args=[w["base"].pk, w["row"].pk]),
         reverse("evalcore:compare"),
         reverse("evalcore:comparison", args=[w["comparison"].pk]),
+        reverse("evalcore:changed-rows", args=[w["comparison"].pk]),
         reverse("evalcore:job", args=[w["job"].pk]),
         reverse("evalcore:jobs"),
     ]
@@ -89,6 +90,7 @@ def api_endpoints(w) -> list[tuple[str, str]]:
         ("get", f"/api/runs/{w['base'].pk}/rows/"),
         ("post", "/api/gate/"),
         ("get", f"/api/comparisons/{w['comparison'].pk}/"),
+        ("get", f"/api/comparisons/{w['comparison'].pk}/changed/?metric=faithfulness"),
     ]
 
 

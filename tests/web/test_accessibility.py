@@ -64,6 +64,7 @@ PAGES = [
     Page("evalcore:row", "/runs/{run}/rows/{row}/", "owner"),
     Page("evalcore:compare", "/compare/", "owner"),
     Page("evalcore:comparison", "/comparisons/{comparison}/", "owner"),
+    Page("evalcore:changed-rows", "/comparisons/{comparison}/changed/", "owner"),
     Page("evalcore:jobs", "/jobs/", "owner"),
     Page("evalcore:plan", "/plan/", "owner"),
     Page("evalcore:judges", "/judges/", "owner"),

@@ -1,0 +1,282 @@
+"""Two 100,000-row runs end to end: imports, the gate, and the pages that read them.
+
+    python -m benchmarks scale [--rows 100000] [--db sqlite|postgres|both] [--quick] [--keep DIR]
+
+For each database it prepares a fresh one (SQLite: a file in a temporary folder; PostgreSQL: a
+throwaway ``lsl_bench_scale_<pid>`` database, dropped at the end), migrates it and, in a
+subprocess with the real settings (``DEBUG=0``, Celery eager as in the embedded mode):
+
+* imports an eval set of ``--rows`` questions and two runs of as many rows (files from
+  :mod:`benchmarks.scale_data`, about 1.1 KB a row: ten metrics, twenty question types),
+  through the import service the command and the upload page call; prints rows a second and the
+  peak resident memory the import added (sampled every 20 ms), beside what the same import
+  takes on a tenth of the file (flat memory: about the same peak);
+* runs ``manage.py gate --json`` on the two runs as CI does (a fresh process, ten metrics, every
+  question type as a slice: 10 x 21 decisions of 10,000 resamples), end to end;
+* serves the comparison page, its list of changed rows, the rows page and the API's first pages
+  with Django's test client, logged in as an eval owner, after one warm-up request to another page
+  (a process's first request loads templates and code once): each page's first request and the
+  best of three more, with the SQL queries each took.
+
+Targets (issue 15): each first page under 500 ms (deep pages are printed as information), the gate under 5 s, imports at 2,000 rows a second or
+more with a peak that does not grow with the file. This is a benchmark, not a test: it prints
+figures and exits 0 unless something failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_ADMIN_URL = os.environ.get("LSL_BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
+PAGE_TARGET = 0.5  # seconds
+GATE_TARGET = 5.0
+IMPORT_TARGET = 2000.0  # rows a second
+#: Pages far into a list, printed beside the targets (which are about first pages): the database sorts every
+#: change (or skips every row) before them.
+DEEP_PAGES = ("changed rows, page 100", "rows page, page 1000")
+
+
+class PeakRss:
+    """The peak resident memory of this process while the block runs, above where it started (sampled)."""
+
+    def __init__(self, every: float = 0.02) -> None:
+        self.every = every
+        self.peak = 0
+        self.start = 0
+
+    @staticmethod
+    def rss() -> int:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def __enter__(self) -> PeakRss:
+        self.start = self.peak = self.rss()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.every):
+            self.peak = max(self.peak, self.rss())
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.rss())
+
+    @property
+    def added(self) -> int:
+        return self.peak - self.start
+
+
+def _inner(db: str, folder: Path, rows: int) -> dict[str, Any]:
+    """Inside the project's Django: import, gate and serve; return the figures."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "labelstudio_lite.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection, reset_queries
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from evalcore.models import Comparison, Run
+    from evalcore.services.evalsets import evalset_import
+    from evalcore.services.runs import run_import
+    from labelstudio_lite.accounts.models import User
+
+    from .scale_data import write_scale_files
+
+    call_command("migrate", verbosity=0)
+    files = write_scale_files(folder / "files", rows)
+    out: dict[str, Any] = {"db": db, "rows": rows}
+    started = time.perf_counter()
+    evalset_import(path=files["questions"], name="scale")
+    out["evalset_s"] = time.perf_counter() - started
+
+    tenth = folder / "files" / "tenth.jsonl"
+    with files["base"].open() as source, tenth.open("w") as target:
+        for _, line in zip(range(max(1, rows // 10)), source):
+            target.write(line)
+    with PeakRss() as small:
+        run_import(path=tenth, evalset="scale", name="tenth", k=5)
+    out["import_tenth_peak"] = small.added
+    for name in ("base", "cand"):
+        with PeakRss() as memory:
+            started = time.perf_counter()
+            result = run_import(path=files[name], evalset="scale", name=name, k=5)
+            elapsed = time.perf_counter() - started
+        assert result.run.row_count == rows, result.message
+        out[f"import_{name}_s"] = elapsed
+        out[f"import_{name}_peak"] = memory.added
+
+    env = {**os.environ, "DEBUG": "0"}
+    started = time.perf_counter()
+    gate = subprocess.run(
+        [sys.executable, "manage.py", "gate", "--base", "base", "--candidate", "cand", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    out["gate_s"] = time.perf_counter() - started
+    if gate.returncode not in (0, 3, 4):
+        raise SystemExit(f"gate failed ({gate.returncode}): {gate.stderr[-2000:]}")
+    report = json.loads(gate.stdout)
+    out["gate_decisions"] = len(report["decisions"])
+    out["gate_overall"] = report["overall"]
+
+    owner = User.objects.create_user("bench-owner", password="bench-owner-pass", role="eval_owner")
+    client = Client()
+    client.force_login(owner)
+    comparison = Comparison.objects.latest("id")
+    base = Run.objects.get(name="base")
+    metric = comparison.metrics[0]
+    pages = {
+        "comparison page": f"/comparisons/{comparison.pk}/",
+        "changed rows, page 1": f"/comparisons/{comparison.pk}/changed/?metric={metric}",
+        "changed rows, page 100": f"/comparisons/{comparison.pk}/changed/?metric={metric}&page=100",
+        "rows page": f"/runs/{base.pk}/rows/",
+        "rows page, one slice": f"/runs/{base.pk}/rows/?type=type-03",
+        "rows page, page 1000": f"/runs/{base.pk}/rows/?page=1000",
+        "API comparison": f"/api/comparisons/{comparison.pk}/",
+        "API changed rows": f"/api/comparisons/{comparison.pk}/changed/?metric={metric}",
+        "API rows": f"/api/runs/{base.pk}/rows/",
+    }
+    client.get("/runs/")  # the process's first request loads templates and code once: not a page's cost
+    out["pages"] = {}
+    for label, url in pages.items():
+        times = []
+        for _ in range(4):
+            reset_queries()
+            with CaptureQueriesContext(connection) as queries:
+                started = time.perf_counter()
+                response = client.get(url)
+                times.append(time.perf_counter() - started)
+            if response.status_code != 200:
+                raise SystemExit(f"{url} answered {response.status_code}")
+        out["pages"][label] = {"cold": times[0], "best": min(times[1:]), "queries": len(queries)}
+    return out
+
+
+def _fmt_mb(nbytes: float) -> str:
+    return f"{nbytes / 2**20:,.0f} MB"
+
+
+def _report(results: list[dict[str, Any]]) -> bool:
+    ok = True
+
+    def check(passed: bool, text: str) -> None:
+        nonlocal ok
+        ok = ok and passed
+        print(f"{'PASS' if passed else 'MISS'}  {text}")
+
+    for r in results:
+        rows = r["rows"]
+        print(f"\n{r['db']}: two runs of {rows:,} rows")
+        print(f"  eval set import: {r['evalset_s']:.1f} s ({rows / r['evalset_s']:,.0f} questions/s)")
+        for name in ("base", "cand"):
+            rate = rows / r[f"import_{name}_s"]
+            print(
+                f"  run import ({name}): {r[f'import_{name}_s']:.1f} s = {rate:,.0f} rows/s; peak memory added "
+                f"{_fmt_mb(r[f'import_{name}_peak'])} (a tenth of the file: {_fmt_mb(r['import_tenth_peak'])})"
+            )
+        print(
+            f"  gate --json, {r['gate_decisions']} decisions, end to end: {r['gate_s']:.2f} s (overall {r['gate_overall']})"
+        )
+        width = max(len(label) for label in r["pages"])
+        for label, page in r["pages"].items():
+            print(
+                f"  {label.ljust(width)}  first {page['cold'] * 1000:7.1f} ms  best {page['best'] * 1000:7.1f} ms  "
+                f"{page['queries']:2d} queries"
+            )
+    print("\nTargets (issue 15):")
+    for r in results:
+        db, rows = r["db"], r["rows"]
+        rate = min(rows / r["import_base_s"], rows / r["import_cand_s"])
+        check(rate >= IMPORT_TARGET, f"{db}: run import {rate:,.0f} rows/s (target >= {IMPORT_TARGET:,.0f})")
+        peak, tenth = max(r["import_base_peak"], r["import_cand_peak"]), r["import_tenth_peak"]
+        check(
+            peak < 2 * tenth + 64 * 2**20,
+            f"{db}: import memory flat: {_fmt_mb(peak)} for the file, {_fmt_mb(tenth)} for a tenth of it (target < 2x + 64 MB)",
+        )
+        check(
+            r["gate_s"] < GATE_TARGET,
+            f"{db}: gate 10 metrics x 20 slices x {rows:,}: {r['gate_s']:.2f} s (target < 5 s)",
+        )
+        for label, page in r["pages"].items():
+            worst = max(page["cold"], page["best"])
+            if label in DEEP_PAGES:  # not a target: a deep page sorts (or skips) every row before it
+                print(f"info  {db}: {label}: {worst * 1000:.0f} ms")
+                continue
+            check(worst < PAGE_TARGET, f"{db}: {label}: {worst * 1000:.0f} ms (target < {PAGE_TARGET * 1000:.0f} ms)")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks scale", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument("--quick", action="store_true", help="10,000 rows: a smoke test, not the figures")
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
+    parser.add_argument("--inner", nargs=3, metavar=("DB", "FOLDER", "ROWS"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.inner:
+        db, folder, rows = args.inner
+        print("RESULT " + json.dumps(_inner(db, Path(folder), int(rows))))
+        return 0
+    rows = 10_000 if args.quick else args.rows
+    print(f"scale benchmark: {rows:,} rows a run; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    top = args.keep or Path(tempfile.mkdtemp(prefix="lsl-bench-scale-"))
+    results = []
+    try:
+        for db in ("sqlite", "postgres") if args.db == "both" else (args.db,):
+            folder = top / db
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            env = {**os.environ, "VAR_DIR": str(folder), "DEBUG": "0"}
+            env.pop("CELERY_BROKER_URL", None)
+            pg_name = f"lsl_bench_scale_{os.getpid()}"
+            if db == "sqlite":
+                env["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
+            else:
+                subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", pg_name], check=True)
+                env["DATABASE_URL"] = f"{PG_ADMIN_URL}/{pg_name}"
+            try:
+                child = subprocess.run(
+                    [sys.executable, "-m", "benchmarks", "scale", "--inner", db, str(folder), str(rows)],
+                    cwd=ROOT,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                )
+            finally:
+                if db == "postgres" and not args.keep:
+                    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", pg_name])
+            line = next((x for x in child.stdout.splitlines() if x.startswith("RESULT ")), None)
+            if child.returncode != 0 or line is None:
+                print(child.stdout[-3000:], child.stderr[-3000:])
+                return 1
+            results.append(json.loads(line[len("RESULT ") :]))
+            print(f"  {db}: done", flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(top, ignore_errors=True)
+    _report(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
