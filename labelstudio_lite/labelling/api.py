@@ -607,11 +607,11 @@ class CampaignLabelImportApi(APIView):
     class LabelImportInput(serializers.Serializer):
         file = serializers.FileField(help_text="our label lines, or a Label Studio, Argilla or Langfuse scores export")
         format = serializers.ChoiceField(choices=LABEL_FORMATS, required=False)
-        label_field = serializers.CharField(required=False, max_length=200)
+        label_field = serializers.CharField(required=False, allow_blank=True, max_length=200)
         value_map = JSONObjectField(required=False, help_text='JSON object: {"Supported": "supported", ...}')
         users = serializers.FileField(required=False, help_text="users table: id and username (or email, name)")
         match = serializers.ChoiceField(choices=MATCHES, default="auto")
-        id_field = serializers.CharField(required=False, max_length=200)
+        id_field = serializers.CharField(required=False, allow_blank=True, max_length=200)  # blank: not given
 
     @extend_schema(request=LabelImportInput, responses={202: JobOutput}, summary="Import labels made elsewhere (a job)")
     def post(self, request: Request, name: str) -> Response:
@@ -630,10 +630,10 @@ class CampaignLabelImportApi(APIView):
             path=path,
             display_name=data["file"].name,
             format=data.get("format"),
-            label_field=data.get("label_field"),
+            label_field=data.get("label_field") or None,
             value_map={str(k): str(v) for k, v in (data.get("value_map") or {}).items()},
             users_path=users,
             match=data["match"],
-            id_field=data.get("id_field"),
+            id_field=data.get("id_field") or None,
         )
         return job_accepted(request_labels_import, params, request)

@@ -39,6 +39,7 @@ NOT_PAGES = {
     "evalcore:rescore": "a POST",
     "evalcore:job-cancel": "a POST",
     "api-schema": "the schema (YAML), not a page",
+    "healthz": "JSON for load balancers, not a page",
     "readyz": "JSON for load balancers, not a page",
     "metrics": "Prometheus text, not a page",
 }
@@ -84,6 +85,7 @@ def test_every_page_loads_under_the_csp_without_a_violation(
         "evalcore:row": reverse("evalcore:row", args=[small_run.pk, row.pk]),
         "evalcore:compare": reverse("evalcore:compare"),
         "evalcore:comparison": reverse("evalcore:comparison", args=[comparison.pk]),
+        "evalcore:changed-rows": reverse("evalcore:changed-rows", args=[comparison.pk]),
         "evalcore:jobs": reverse("evalcore:jobs"),
         "evalcore:job": reverse("evalcore:job", args=[job.pk]),
         "labelling:mine": reverse("labelling:mine"),

@@ -8,17 +8,27 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.test import override_settings
 
 from labelstudio_lite.labelling.models import Campaign, Label
 
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def demo_loaded(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The demo, loaded once for the module (it takes seconds); each test's changes roll back as usual, and the
+    tables are emptied afterwards, as a transactional test leaves them."""
+    folder = tmp_path_factory.mktemp("var")
+    with django_db_blocker.unblock(), override_settings(VAR_DIR=folder):
+        call_command("load_demo", stdout=io.StringIO())
+        yield folder / "demo"
+        call_command("flush", "--noinput", verbosity=0)
+
+
 @pytest.fixture
-def demo(settings, tmp_path):
-    settings.VAR_DIR = tmp_path
-    call_command("load_demo", stdout=io.StringIO())
-    return tmp_path / "demo"
+def demo(demo_loaded, db):
+    return demo_loaded
 
 
 def contexts_by_question(rows_file) -> dict[str, list[str]]:
@@ -142,7 +152,8 @@ def test_a_newer_measurement_with_too_few_labels_makes_a_validation_stale_and_al
     assert validation.status == "unvalidated" and "has 5 labelled claims" in validation.why_not
 
 
-def test_the_demo_prints_the_address_it_will_be_served_on(demo):
+def test_the_demo_prints_the_address_it_will_be_served_on(demo, settings, tmp_path):
+    settings.VAR_DIR = tmp_path
     out = io.StringIO()
     call_command("load_demo", "--url", "http://127.0.0.1:8123/", stdout=out)
 
