@@ -286,7 +286,10 @@ def _precision(design: Design, assumptions: JudgeAssumptions, z: float, weighted
     else:  # the sample counted as it is: Wilson at the expected count of the rate's row
         pooled = cells.sum(axis=0)
         half = [
+            # a row nobody is expected in (a failure share of 0) has no rate to bound: NaN, without a warning
             float(wilson_half_width(pooled[row, col] / pooled[row].sum(), pooled[row].sum(), z))
+            if pooled[row].sum() > 0
+            else math.nan
             for row, col in ((1, 0), (0, 1))
         ]
     both_verdicts = bool(design.judge_pass.any() and not design.judge_pass.all())
