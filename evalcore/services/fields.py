@@ -390,3 +390,13 @@ def extra_fields(data: dict[str, Any], known: Iterable[str], *, field: str = "")
         for key, value in data.items()
         if key not in skip
     }
+
+
+def object_in_text(value: Any) -> Any:
+    """A cell that holds a JSON object as text (a CSV export's structured column), decoded; anything else as it is."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            pass
+    return value

@@ -13,12 +13,11 @@ applies unchanged. Question text may stand in for an id: ``_text`` carries it fo
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .fields import FieldError, as_list, as_number, as_text, is_blank, json_safe
+from .fields import FieldError, as_list, as_number, as_text, is_blank, json_safe, object_in_text
 
 
 @dataclass(frozen=True)
@@ -80,11 +79,7 @@ _ANSWER_KEYS = ("answer", "output", "reference", "expected_output", "response", 
 
 def _text_of(value: Any, field: str, keys: tuple[str, ...], *, required: bool = False) -> str:
     """Text from a string, or from an object holding it under one of ``keys`` (or its only text value)."""
-    if isinstance(value, str) and value.strip().startswith("{"):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            pass
+    value = object_in_text(value)
     if isinstance(value, dict):
         for key in keys:
             if isinstance(value.get(key), str):

@@ -11,14 +11,13 @@ table names is refused, so annotators never become "11" and "12".
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalcore.services.fields import FieldError, as_id, as_list, is_blank
+from evalcore.services.fields import FieldError, as_id, as_list, is_blank, object_in_text
 from evalcore.services.problems import ProblemCollector
 from evalcore.services.readers import Record, container_of, read_records
 
@@ -141,11 +140,7 @@ def _is_uuid(text: str) -> bool:
 
 def _one_choice(value: Any, where: str) -> str | None:
     """A single choice from a cell: text, ``{"choices": [...]}`` or a list of one."""
-    if isinstance(value, str) and value.strip().startswith("{"):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            pass
+    value = object_in_text(value)
     if isinstance(value, dict):
         value = value.get("choices", value.get("labels"))
     if isinstance(value, (list, tuple)):
