@@ -97,6 +97,7 @@ class FakeJudge:
     record_prompts: bool = True
     on_messages: Any = None  # called with every request's messages (tests read what a judge would see)
     on_headers: Any = None  # called with every request's Authorization header
+    on_body: Any = None  # called with every request's whole JSON body (model, sampling, response format)
     requests: list[Received] = field(default_factory=list)
     answered: Counter = field(default_factory=Counter)
     in_flight: int = 0
@@ -201,6 +202,8 @@ class _Handler(BaseHTTPRequestHandler):
             fake.on_messages(messages)
         if fake.on_headers is not None:
             fake.on_headers(self.headers.get("Authorization", ""))
+        if fake.on_body is not None:
+            fake.on_body(body)
         prompt = item_message(messages)
         kind, answer = judge_answer(prompt)
         record = Received(input_hash(kind, prompt), kind, prompt if fake.record_prompts else "", "answered")

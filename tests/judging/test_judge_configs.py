@@ -127,6 +127,25 @@ def test_the_api_key_is_read_from_the_environment_and_never_stored_shown_or_expo
     assert "LSL_TEST_JUDGE_KEY" in page and "LSL_TEST_JUDGE_KEY" in api
 
 
+def test_the_endpoint_is_sent_everything_the_config_pins(db, fake_judge, literal_run):
+    config = judge_config_create(raw=runnable_judge(fake_judge.base_url, structured_output="json_schema")).config
+    bodies: list[dict] = []
+    fake_judge.fake.on_body = bodies.append
+    judge_run(run=literal_run, config=config)
+
+    verdicts = [b for b in bodies if b["response_format"]["json_schema"]["name"] == "verdict"]
+    assert verdicts and len(verdicts) == len(bodies)  # claims kept: every call asks for a verdict
+    for body in verdicts:
+        assert body["model"] == "fake-judge"
+        assert (body["temperature"], body["seed"], body["max_tokens"]) == (0.0, 7, 200)
+        assert body["response_format"]["type"] == "json_schema"
+        assert body["response_format"]["json_schema"]["strict"] is True
+        assert body["response_format"]["json_schema"]["schema"] == config.verdict_schema
+        assert "supported" in config.verdict_schema["required"]
+        assert body["messages"][-1]["role"] == "user" and "Claim:" in body["messages"][-1]["content"]
+        assert "stream" not in body or body["stream"] is False
+
+
 def test_a_missing_key_fails_the_job_with_what_to_set(db, fake_judge, literal_run):
     config = judge_config_create(raw=runnable_judge(fake_judge.base_url, api_key_env="LSL_NOT_SET_ANYWHERE")).config
     with pytest.raises(UserFacingError, match="LSL_NOT_SET_ANYWHERE, which is not set"):
