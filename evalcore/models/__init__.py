@@ -4,7 +4,7 @@ from .evalsets import EvalSet, EvalSetVersion, FrozenError, Question
 from .gates import Comparison, GateDecisionRecord
 from .jobs import Job
 from .judges import JudgeCall, JudgeConfig
-from .runs import Row, Run, RunChunk
+from .runs import Row, Run, RunChunk, RunScoreTable
 
 __all__ = [
     "Comparison",
@@ -19,4 +19,5 @@ __all__ = [
     "Row",
     "Run",
     "RunChunk",
+    "RunScoreTable",
 ]

@@ -117,3 +117,19 @@ class Row(models.Model):
             texts = [part for part in self.context.split("\n\n") if part.strip()] if self.context else []
         ids = list(self.context_ids)
         return [{"id": ids[i] if i < len(ids) else "", "text": text} for i, text in enumerate(texts)]
+
+
+class RunScoreTable(models.Model):
+    """A run's scores again, as one column per metric (Parquet), written with its rows.
+
+    The gate reads every score of both runs; decoding 100,000 rows of JSON took seconds where this
+    takes milliseconds. Rows never change after the import, so the table never goes stale; a run
+    imported before tables were kept has none and is read from its rows.
+    """
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="score_table")
+    row_count = models.PositiveIntegerField()
+    data = models.BinaryField(help_text="Parquet: question (its id), qid, type, then one float column per metric.")
+
+    def __str__(self) -> str:
+        return f"scores of {self.run.name}"

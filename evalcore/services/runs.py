@@ -37,6 +37,7 @@ from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import Record, count_records, detect_format, read_records
 from .run_rows import normalize_row
+from .score_tables import score_table_write
 from .scoring import QuestionInfo, score_rows
 from .summaries import order_metrics, slice_name, summarize_scores
 from .tool_formats import langfuse_score_rows
@@ -412,6 +413,8 @@ def store_rows(
 ) -> None:
     """Score rows (as :func:`~.run_rows.normalize_row` gives them) in batches, write them, then the run's count and summary."""
     summary: list[pd.DataFrame] = []
+    questions: list[int] = []
+    qids: list[str] = []
     gold_counts = {"unanswerable": 0, "no_gold": 0, "no_relevant_gold": 0}
     written = 0
     for batch in in_batches(rows, BATCH):
@@ -436,11 +439,17 @@ def store_rows(
                 )
             )
             summary_rows.append((slice_name(info.qtype), merged))
+            questions.append(info.pk)
+            qids.append(row["qid"])
             gold_counts[gold_kind(info)] = gold_counts.get(gold_kind(info), 0) + 1
         written += insert_values(Row, ROW_FIELDS, values)
         summary.append(score_frame(summary_rows))
         progress(written)
     run.row_count = written
+    scores = pd.concat(summary, ignore_index=True) if summary else pd.DataFrame({"slice": []})
+    score_table_write(
+        run=run, questions=questions, qids=qids, types=list(scores["slice"]), scores=scores.drop(columns="slice")
+    )
     run.summary = {
         **build_summary(summary, k=run.k, questions_per_slice=index.per_slice),
         "retrieval_gold": {kind: n for kind, n in gold_counts.items() if kind != "relevant"},

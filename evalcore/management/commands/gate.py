@@ -29,6 +29,9 @@ def _margin_pair(text: str) -> tuple[str, float]:
 
 class Command(BaseCommand):
     help = "Compare a candidate run with a baseline (paired bootstrap per metric and slice) and apply the non-inferiority gate."
+    # CI calls this on every change, in a fresh process: the system checks would load every URL, view and the
+    # API schema (about a second) to decide nothing about a comparison. `manage.py check` runs them.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--base", required=True, help="baseline run name (or #id)")

@@ -1,0 +1,70 @@
+"""A run's scores kept as columns (Parquet) beside its rows, so that a gate reads them without decoding JSON.
+
+Written once by :func:`~.runs.store_rows`, in the import's transaction, from the scores it has
+already computed; read by :func:`evalcore.selectors.run_rows_frame`. The table holds, per row, the
+question's id, its ``qid`` and slice (``type``) and one float column per metric (NaN where the
+row has no value), in the order of the question ids.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..models import Row, Run, RunScoreTable
+
+#: The columns before the metrics.
+KEY_COLUMNS = ("question", "qid", "type")
+
+
+def score_table_write(
+    *, run: Run, questions: Sequence[int], qids: Sequence[str], types: Sequence[str], scores: pd.DataFrame
+) -> RunScoreTable:
+    """Store ``scores`` (one row per question, in the order of ``questions``) as the run's score table."""
+    if not (len(questions) == len(qids) == len(types) == len(scores)):
+        raise ValueError("a score table needs one question id, qid, type and scores row per row")
+    frame = scores.reset_index(drop=True).astype(float)
+    frame.insert(0, "question", np.asarray(questions, dtype=np.int64))
+    frame.insert(1, "qid", pd.array(qids, dtype=object))
+    frame.insert(2, "type", pd.array(types, dtype=object))
+    frame = frame.sort_values("question", kind="stable")
+    schema = pa.schema(
+        [("question", pa.int64()), ("qid", pa.string()), ("type", pa.string())]
+        + [(str(name), pa.float64()) for name in frame.columns[3:]]
+    )
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), buffer, compression="zstd")
+    return RunScoreTable.objects.create(run=run, row_count=len(frame), data=buffer.getvalue())
+
+
+def score_table_read(run: Run, *, metrics: Sequence[str], row_ids: bool) -> pd.DataFrame | None:
+    """``metrics`` of the run as :func:`~evalcore.selectors.run_rows_frame` returns them, or None without a table."""
+    stored = RunScoreTable.objects.filter(run=run).values_list("row_count", "data").first()
+    if stored is None:
+        return None
+    row_count, data = stored
+    parquet = pq.ParquetFile(io.BytesIO(bytes(data)))
+    present = set(parquet.schema_arrow.names) - set(KEY_COLUMNS)
+    table = parquet.read(columns=[*KEY_COLUMNS, *(m for m in dict.fromkeys(metrics) if m in present)])
+    if table.num_rows != row_count:
+        return None
+    matrix = np.full((table.num_rows, len(metrics)), np.nan)  # a metric no row has is NaN, as in the rows
+    for position, name in enumerate(metrics):
+        if name in present:
+            matrix[:, position] = table.column(name).to_numpy(zero_copy_only=False)
+    index = pd.Index(table.column("qid").to_pylist(), name="question", dtype=object)
+    frame = pd.DataFrame(matrix, index=index, columns=list(metrics))
+    frame.insert(0, "type", table.column("type").to_pylist())
+    if row_ids:
+        pairs = np.array(
+            Row.objects.filter(run=run).order_by("question_id").values_list("question_id", "pk"), dtype=np.int64
+        ).reshape(-1, 2)
+        if not np.array_equal(pairs[:, 0], table.column("question").to_numpy()):
+            return None  # never so for a run written once; read the rows then
+        frame.insert(1, "row", pairs[:, 1])
+    return frame
