@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
                 (
                     "data",
                     models.BinaryField(
-                        help_text="Parquet: question (its id), qid, type, then one float column per metric."
+                        help_text="Parquet: question (its id), row (its id), qid, type, then one float column per metric."
                     ),
                 ),
             ],

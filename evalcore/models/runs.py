@@ -129,7 +129,9 @@ class RunScoreTable(models.Model):
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="score_table")
     row_count = models.PositiveIntegerField()
-    data = models.BinaryField(help_text="Parquet: question (its id), qid, type, then one float column per metric.")
+    data = models.BinaryField(
+        help_text="Parquet: question (its id), row (its id), qid, type, then one float column per metric."
+    )
 
     def __str__(self) -> str:
         return f"scores of {self.run.name}"

@@ -2,7 +2,7 @@
 
 Written once by :func:`~.runs.store_rows`, in the import's transaction, from the scores it has
 already computed; read by :func:`evalcore.selectors.run_rows_frame`. The table holds, per row, the
-question's id, its ``qid`` and slice (``type``) and one float column per metric (NaN where the
+question's id, the row's id, the question's ``qid`` and slice (``type``) and one float column per metric (NaN where the
 row has no value), in the order of the question ids.
 """
 
@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from ..models import Row, Run, RunScoreTable
 
 #: The columns before the metrics.
-KEY_COLUMNS = ("question", "qid", "type")
+KEY_COLUMNS = ("question", "row", "qid", "type")
 
 
 def score_table_write(
@@ -33,9 +33,15 @@ def score_table_write(
     frame.insert(1, "qid", pd.array(qids, dtype=object))
     frame.insert(2, "type", pd.array(types, dtype=object))
     frame = frame.sort_values("question", kind="stable")
+    # the rows' ids, known once they are written (one query, so that no gate has to read them)
+    ids = Row.objects.filter(run=run).order_by("question_id").values_list("question_id", "pk")
+    ids = np.array(ids, dtype=np.int64).reshape(-1, 2)
+    if not np.array_equal(ids[:, 0], frame["question"].to_numpy()):
+        raise ValueError(f"the scores of run {run.name} do not match its rows")
+    frame.insert(1, "row", ids[:, 1])
     schema = pa.schema(
-        [("question", pa.int64()), ("qid", pa.string()), ("type", pa.string())]
-        + [(str(name), pa.float64()) for name in frame.columns[3:]]
+        [("question", pa.int64()), ("row", pa.int64()), ("qid", pa.string()), ("type", pa.string())]
+        + [(str(name), pa.float64()) for name in frame.columns[len(KEY_COLUMNS) :]]
     )
     buffer = io.BytesIO()
     pq.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), buffer, compression="zstd")
@@ -50,6 +56,8 @@ def score_table_read(run: Run, *, metrics: Sequence[str], row_ids: bool) -> pd.D
     row_count, data = stored
     parquet = pq.ParquetFile(io.BytesIO(bytes(data)))
     present = set(parquet.schema_arrow.names) - set(KEY_COLUMNS)
+    if not set(KEY_COLUMNS) <= set(parquet.schema_arrow.names):
+        return None  # not a table this version wrote: read the rows
     table = parquet.read(columns=[*KEY_COLUMNS, *(m for m in dict.fromkeys(metrics) if m in present)])
     if table.num_rows != row_count:
         return None
@@ -61,10 +69,5 @@ def score_table_read(run: Run, *, metrics: Sequence[str], row_ids: bool) -> pd.D
     frame = pd.DataFrame(matrix, index=index, columns=list(metrics))
     frame.insert(0, "type", table.column("type").to_pylist())
     if row_ids:
-        pairs = np.array(
-            Row.objects.filter(run=run).order_by("question_id").values_list("question_id", "pk"), dtype=np.int64
-        ).reshape(-1, 2)
-        if not np.array_equal(pairs[:, 0], table.column("question").to_numpy()):
-            return None  # never so for a run written once; read the rows then
-        frame.insert(1, "row", pairs[:, 1])
+        frame.insert(1, "row", table.column("row").to_numpy())
     return frame
