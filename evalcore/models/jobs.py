@@ -43,6 +43,11 @@ class Job(models.Model):
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="The worker running it was last seen alive (a stale one died)."
     )
+    sent_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the broker accepted its task (empty while not yet, and in the embedded mode).",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -26,6 +26,8 @@ Never hang, never run twice (see docs/deploy.md):
 
 * a job's row stays ``queued`` only once the broker accepted its task: when the broker refuses it, the
   row is deleted and :class:`BrokerUnavailable` raised (the door answers 503, the uploads are deleted);
+  a job whose sender died before the hand-off (its ``sent_at`` still empty a minute on) is sent by the
+  next door that asks for a job, its page or a starting worker (:func:`jobs_send_unsent`);
 * the process running a job keeps a key alive in the shared cache (:class:`_Alive`), so any host
   can tell that a job's process is gone (a pool child killed by the OOM killer, a worker killed, a
   host lost): :func:`job_reap` marks such a job failed with the reason, and it is called by the
@@ -171,6 +173,7 @@ def job_send(job_id: int, *, queue: str | None = None) -> None:
 
     try:
         run_job.apply_async(args=(job_id,), queue=queue, retry=True, retry_policy=BROKER_RETRY_POLICY)
+        Job.objects.filter(pk=job_id).update(sent_at=timezone.now())
     except Exception as error:  # kombu's OperationalError, redis or amqp connection errors: the broker is away
         Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).delete()
         logger.error("the broker did not accept job %s: %s", job_id, error)
@@ -337,9 +340,45 @@ def jobs_resume_stale(*, queue: str | None = None) -> list[int]:
     return jobs
 
 
+#: How long a queued job's task may take to reach the broker before the process that should send it is taken
+#: for dead (sending takes milliseconds, at most a few seconds of retries).
+UNSENT_GRACE_SECONDS = 60
+
+
+def jobs_send_unsent() -> list[int]:
+    """Hand to the broker the queued jobs whose task never reached it; return their ids.
+
+    A job's row is committed before its task is sent (the worker must find the row); a web process
+    killed between the two left a job "queued" that no worker would ever run. Sending it again is
+    safe: a job is claimed only while queued, so a task delivered twice runs it once. A broker still
+    away leaves the job for the next try.
+    """
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return []
+    from ..tasks import run_job
+
+    late = timezone.now() - timedelta(seconds=UNSENT_GRACE_SECONDS)
+    sent = []
+    for job_id in Job.objects.filter(status=Job.Status.QUEUED, sent_at__isnull=True, created_at__lt=late).values_list(
+        "pk", flat=True
+    ):
+        try:
+            run_job.apply_async(args=(job_id,), retry=True, retry_policy=BROKER_RETRY_POLICY)
+        except Exception as error:  # the broker is away: the next door that asks tries again
+            logger.warning("job %s never reached the broker, which still refuses it: %s", job_id, error)
+            break
+        Job.objects.filter(pk=job_id).update(sent_at=timezone.now())
+        logger.warning("job %s never reached the broker (its sender died); sent it now", job_id)
+        sent.append(job_id)
+    return sent
+
+
 def job_snapshot(job: Job) -> Job:
-    """Return the job with its latest progress from the cache merged in (failed first if its process is gone)."""
+    """Return the job with its latest progress from the cache merged in (failed first if its process is gone;
+    sent to the broker if the process that should have sent it died)."""
     if job.status == Job.Status.RUNNING and job_reap(job):
+        job.refresh_from_db()
+    if job.status == Job.Status.QUEUED and job.sent_at is None and job.pk in jobs_send_unsent():
         job.refresh_from_db()
     if job.status in (Job.Status.QUEUED, Job.Status.RUNNING):
         progress = cache.get(_key(job.pk))
@@ -518,4 +557,6 @@ def jobs_recover() -> list[int]:
     Jobs of other hosts are judged by their alive keys when the cache is shared (Redis), else left
     to their own workers.
     """
-    return [job.pk for job in Job.objects.filter(status=Job.Status.RUNNING) if job_reap(job)]
+    reaped = [job.pk for job in Job.objects.filter(status=Job.Status.RUNNING) if job_reap(job)]
+    jobs_send_unsent()
+    return reaped

@@ -245,3 +245,45 @@ def test_a_job_whose_task_ended_without_recording_its_end_is_failed_though_its_p
         started_at=timezone.now() - timedelta(minutes=5),
     )
     assert job_reap(job)
+
+
+@pytest.fixture
+def broker_up(settings, monkeypatch):
+    """A broker that accepts every task (recorded, not run)."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    accepted: list[int] = []
+    monkeypatch.setattr(run_job, "apply_async", lambda args, **kwargs: accepted.append(args[0]))
+    return accepted
+
+
+@pytest.mark.django_db
+def test_a_job_whose_sender_died_before_the_hand_off_is_sent_by_the_next_door_once(broker_up, owner_client):
+    # the web process committed the job's row and was killed before it reached the broker
+    orphan = Job.objects.create(kind=IMPORT_EVALSET, created_at=timezone.now() - timedelta(minutes=5))
+    just_made = Job.objects.create(kind=IMPORT_EVALSET)  # its sender may be about to send it: left alone
+    handed_off = Job.objects.create(kind=IMPORT_EVALSET, created_at=orphan.created_at, sent_at=orphan.created_at)
+
+    page = owner_client.get(f"/jobs/{orphan.pk}/")
+    assert page.status_code == 200 and broker_up == [orphan.pk]
+    orphan.refresh_from_db()
+    assert orphan.status == Job.Status.QUEUED and orphan.sent_at is not None
+
+    jobs_service.jobs_recover()  # what every door, the CLI and a starting worker call
+    assert broker_up == [orphan.pk]  # once, not at every look
+    assert Job.objects.get(pk=just_made.pk).sent_at is None and Job.objects.get(pk=handed_off.pk).sent_at is not None
+
+
+@pytest.mark.django_db
+def test_a_job_the_broker_took_says_when_and_one_it_still_refuses_waits_for_the_next_try(broker_up, monkeypatch):
+    jobs_service.job_send(Job.objects.create(kind=IMPORT_EVALSET).pk)
+    assert Job.objects.get().sent_at is not None
+
+    orphan = Job.objects.create(kind=IMPORT_EVALSET, created_at=timezone.now() - timedelta(minutes=5))
+
+    def refuse(*args, **kwargs):
+        raise KombuOperationalError("Connection refused.")
+
+    monkeypatch.setattr(run_job, "apply_async", refuse)
+    assert jobs_service.jobs_send_unsent() == []
+    orphan.refresh_from_db()
+    assert orphan.status == Job.Status.QUEUED and orphan.sent_at is None  # still there for the next try
