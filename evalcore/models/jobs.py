@@ -43,6 +43,9 @@ class Job(models.Model):
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="The worker running it was last seen alive (a stale one died)."
     )
+    starts = models.PositiveIntegerField(
+        default=0, help_text="How many times a process took it up (a resumable job again after each lost worker)."
+    )
     sent_at = models.DateTimeField(
         null=True,
         blank=True,

@@ -52,7 +52,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.cache import cache
 from django.db import close_old_connections, connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from ..models import Job
@@ -192,6 +192,11 @@ def _run_in_thread(job_id: int) -> None:
         connection.close()
 
 
+#: How many times a resumable job is taken up before a lost worker fails it instead (one that kills its worker,
+#: by running out of memory say, would otherwise be resumed and killed forever).
+MAX_STARTS = 3
+
+
 def job_run(job_id: int, *, on_progress: Progress = no_progress) -> Job | None:
     """Run a job to the end, recording its progress and then its result, problems or error.
 
@@ -217,16 +222,26 @@ def job_run(job_id: int, *, on_progress: Progress = no_progress) -> Job | None:
         if job.status == Job.Status.RUNNING and runner_gone(job):  # e.g. its pool child was killed: resume now
             claimable |= Q(status=Job.Status.RUNNING, runner=job.runner)
         resumed = job.status == Job.Status.RUNNING
+        if resumed and Job.objects.filter(claimable, pk=job_id, starts__gte=MAX_STARTS).update(
+            status=Job.Status.FAILED,
+            message="failed",
+            finished_at=now,
+            error=f"The process running this job stopped {job.starts} times before it finished (killed, for example "
+            "by the out-of-memory killer or a time limit), so it is not resumed again by itself. What it had done is "
+            "kept: start it again and it resumes where it stopped; if it stops again, give the worker more memory.",
+        ):
+            return Job.objects.get(pk=job_id)
         claimed = Job.objects.filter(claimable, pk=job_id).update(
             status=Job.Status.RUNNING,
             started_at=job.started_at or now,
             heartbeat_at=now,
             message="resuming from the cache" if resumed else "starting",
             runner=this_process(),
+            starts=F("starts") + 1,
         )
     else:  # claimed once: a task the broker delivers again finds it running (or failed by the reaper)
         claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
-            status=Job.Status.RUNNING, started_at=now, message="starting", runner=this_process()
+            status=Job.Status.RUNNING, started_at=now, message="starting", runner=this_process(), starts=F("starts") + 1
         )
     if not claimed:
         job_reap(job)

@@ -141,3 +141,35 @@ def test_an_import_killed_midway_is_failed_by_the_next_command_and_wrote_nothing
     job.refresh_from_db()
     assert job.status == Job.Status.FAILED and f"pid {process.pid}" in job.error
     assert not EvalSet.objects.filter(name="killed").exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("starts", [1, 3])
+def test_a_judge_run_that_keeps_killing_its_worker_is_resumed_twice_then_failed_in_words(settings, monkeypatch, starts):
+    """A job that runs its worker out of memory would be resumed, and killed, forever: after three starts the
+    task delivered again fails it with the reason instead."""
+    import dataclasses
+
+    from evalcore.services import jobs as jobs_service
+    from evalcore.services.jobs import job_run
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    kind = jobs_service.JOB_KINDS[JUDGE_RUN]
+    monkeypatch.setitem(
+        jobs_service.JOB_KINDS, JUDGE_RUN, dataclasses.replace(kind, handler=lambda local, job, progress: {"ok": 1})
+    )
+    host = this_process().split(":")[0]
+    killed = Job.objects.create(
+        kind=JUDGE_RUN,
+        status=Job.Status.RUNNING,
+        runner=f"{host}:{dead_pid()}:1",
+        params={"run": 1, "judge_config": 1},
+        starts=starts,
+    )
+    job_run(killed.pk)  # the broker delivers its task again (reject_on_worker_lost)
+    killed.refresh_from_db()
+    if starts < 3:
+        assert killed.status == Job.Status.SUCCEEDED and killed.starts == starts + 1
+    else:
+        assert killed.status == Job.Status.FAILED and killed.starts == 3
+        assert "stopped 3 times" in killed.error and "more memory" in killed.error
