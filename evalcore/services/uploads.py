@@ -30,7 +30,7 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.utils import timezone
 
-from .problems import ImportFailed, ImportProblem
+from .problems import ImportFailed, ImportProblem, UserFacingError
 
 STORED = "stored:"
 UPLOADS = "uploads"
@@ -97,11 +97,37 @@ def local_file(value: str) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="lsl-upload-", dir=settings.FILE_UPLOAD_TEMP_DIR))
     try:
         copy = folder / Path(name).name  # the same name: the format is told from its extension
-        with default_storage.open(name, "rb") as source, copy.open("wb") as target:
-            shutil.copyfileobj(source, target, 1024 * 1024)
+        try:
+            with default_storage.open(name, "rb") as source, copy.open("wb") as target:
+                shutil.copyfileobj(source, target, 1024 * 1024)
+        except Exception as error:  # boto's, a network share's: whatever the storage raises, said in words
+            raise _unreadable(name, error) from None
         yield copy
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+class StorageUnavailable(UserFacingError):
+    """The shared file storage did not give a stored upload back (an object store or network share away)."""
+
+
+def _unreadable(name: str, error: Exception) -> UserFacingError:
+    """What to tell the user when reading stored upload ``name`` failed with ``error``."""
+    response = getattr(error, "response", None)
+    status = str((response or {}).get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+    if isinstance(error, FileNotFoundError) or status in ("404", "NoSuchKey"):
+        return ImportFailed(
+            [
+                ImportProblem(
+                    Path(name).name, None, None, "the uploaded file is no longer in the storage; upload it again"
+                )
+            ]
+        )
+    return StorageUnavailable(
+        f"The file storage could not be read, so nothing was imported ({type(error).__name__}: "
+        f"{' '.join(str(error).split())[:300]}). Try again once /readyz reports the storage as ok; if it lasts, the "
+        f"operator checks the storage settings (STORAGE_S3_*) and the network."
+    )
 
 
 def _file_fields(params: Any) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -181,3 +182,29 @@ def test_an_upload_cut_off_by_its_client_leaves_no_temporary_file(settings, owne
     assert response.status_code >= 400, response.content
     assert temp_leftovers(settings) == []
     assert not Job.objects.exists() and list(uploads.stored_uploads()) == []
+
+
+def test_a_job_whose_storage_went_away_fails_saying_so_and_one_whose_upload_is_gone_says_that(on_s3, settings):
+    from evalcore.jobs import request_evalset_import
+
+    def queued_import(name: str) -> Job:
+        path = uploads.save_upload(SimpleUploadedFile("questions.jsonl", questions_bytes()))
+        return request_evalset_import(params=EvalSetImportParams(path=path, name=name), start=False)
+
+    gone = queued_import("gone")
+    default_storage.delete(gone.params["path"].removeprefix(uploads.STORED))
+    job_run(gone.pk)
+    gone.refresh_from_db()
+    assert gone.status == Job.Status.FAILED and "no longer in the storage; upload it again" in gone.error
+
+    away = queued_import("away")
+    with socket.socket() as closed:  # a port nothing listens on: the object store is down
+        closed.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    settings.STORAGES = s3_storages(dead)
+    job_run(away.pk)
+    away.refresh_from_db()
+    assert away.status == Job.Status.FAILED and away.error.startswith("The file storage could not be read")
+    assert "Internal error" not in away.error and "/readyz" in away.error
+    assert not EvalSetVersion.objects.filter(eval_set__name="away").exists() and temp_leftovers(settings) == []
+    settings.STORAGES = s3_storages(on_s3)  # back: its upload could not be deleted then, cleanup_uploads will
