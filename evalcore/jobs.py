@@ -25,7 +25,7 @@ from .services.problems import ImportFailed, ImportProblem, UserFacingError, abo
 from .services.readers import detect_format
 from .services.runs import GAINS, run_import
 from .services.trec import TIE_ORDERS
-from .services.uploads import discarding_uploads, local_file, upload_exists
+from .services.uploads import discarding_uploads, local_head, upload_exists
 
 IMPORT_EVALSET = "import_evalset"
 IMPORT_RUN = "import_run"
@@ -42,7 +42,7 @@ def _check_file(path: str, display: str | None, fmt: str | None, *, door: str) -
     """Refuse at once a missing file, or one whose format (named, or told from its name and content) this door does not take."""
     if not upload_exists(path):
         raise ImportFailed([ImportProblem(display or Path(path).name, None, None, "no such file")])
-    with local_file(path) as file:
+    with local_head(path) as file:
         about_field("format" if fmt else "file", lambda: detect_format(file, fmt, door=door, display=display))
 
 

@@ -107,6 +107,61 @@ def local_file(value: str) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+#: Parquet keeps its schema at the end of the file: format detection needs all of it.
+_WHOLE_FOR_DETECTION = (".parquet", ".pq")
+
+
+@contextlib.contextmanager
+def local_head(value: str) -> Iterator[Path]:
+    """A local path to what format detection reads of the file ``value`` names: the file itself where it is
+    local, else its first ``IMPORT_MAX_LINE_BYTES`` and a little more (a first line, or the start of a JSON
+    document), fetched with one ranged read from object storage instead of the whole upload (a Parquet file,
+    whose schema is at its end, is fetched whole)."""
+    name = value[len(STORED) :] if is_stored(value) else ""
+    if not name or Path(name).suffix.lower() in _WHOLE_FOR_DETECTION or _has_local_path(name):
+        with local_file(value) as path:
+            yield path
+        return
+    wanted = settings.IMPORT_MAX_LINE_BYTES + (1 << 16)
+    folder = Path(tempfile.mkdtemp(prefix="lsl-head-", dir=settings.FILE_UPLOAD_TEMP_DIR))
+    try:
+        head = folder / Path(name).name
+        try:
+            head.write_bytes(_first_bytes(name, wanted))
+        except Exception as error:
+            raise _unreadable(name, error) from None
+        yield head
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _has_local_path(name: str) -> bool:
+    try:
+        default_storage.path(name)
+    except NotImplementedError:
+        return False
+    return True
+
+
+def _first_bytes(name: str, count: int) -> bytes:
+    """The first ``count`` bytes of stored file ``name``: one ranged GET on S3 (django-storages reads a whole
+    object before its first byte), the storage's own reader elsewhere."""
+    storage = default_storage._wrapped if hasattr(default_storage, "_wrapped") else default_storage
+    bucket, normalize = getattr(storage, "bucket", None), getattr(storage, "_normalize_name", None)
+    if bucket is not None and normalize is not None:
+        from storages.utils import clean_name
+
+        try:
+            answer = bucket.Object(normalize(clean_name(name))).get(Range=f"bytes=0-{count - 1}")
+        except Exception as error:
+            if getattr(error, "response", {}).get("Error", {}).get("Code") == "InvalidRange":
+                return b""  # an empty file has no first byte to range over
+            raise
+        return answer["Body"].read()
+    with default_storage.open(name, "rb") as handle:
+        return handle.read(count)
+
+
 class StorageUnavailable(UserFacingError):
     """The shared file storage did not give a stored upload back (an object store or network share away)."""
 

@@ -19,7 +19,7 @@ from evalcore.services.jobs import Progress, job_cancel_requested, job_request, 
 from evalcore.services.judge_configs import normalize_judge_config
 from evalcore.services.problems import UserFacingError, about_field
 from evalcore.services.readers import detect_format
-from evalcore.services.uploads import discarding_uploads, local_file, upload_exists
+from evalcore.services.uploads import discarding_uploads, local_head, upload_exists
 
 from .models import Campaign
 from .selectors import campaign_get
@@ -58,7 +58,7 @@ class LabelImportParams:
 def request_labels_import(*, params: LabelImportParams, user: Any = None, start: bool = True) -> Job:
     """Accept a label import as a job, or refuse it at once (no such campaign or file, a bad option)."""
     _check_campaign_and_file(params)
-    with local_file(params.path) as file:
+    with local_head(params.path) as file:
         about_field("format", lambda: detect_format(file, params.format, door="labels", display=params.display_name))
     if params.match not in MATCHES:
         raise UserFacingError(f"match must be one of {', '.join(MATCHES)}, got {params.match!r}", field="match")

@@ -208,3 +208,34 @@ def test_a_job_whose_storage_went_away_fails_saying_so_and_one_whose_upload_is_g
     assert "Internal error" not in away.error and "/readyz" in away.error
     assert not EvalSetVersion.objects.filter(eval_set__name="away").exists() and temp_leftovers(settings) == []
     settings.STORAGES = s3_storages(on_s3)  # back: its upload could not be deleted then, cleanup_uploads will
+
+
+def test_format_detection_reads_the_start_of_an_upload_on_object_storage_not_all_of_it(
+    on_s3, owner_client, settings, monkeypatch
+):
+    settings.IMPORT_MAX_LINE_BYTES = 1024  # detection reads 1 KiB + 64 KiB of the upload
+    questions = [
+        {"id": f"q{i:05d}", "question": f"Why is {i} so? " + "x" * 200, "type": "t", "gold": [{"doc": "d1"}]}
+        for i in range(2000)
+    ]
+    body = "".join(json.dumps(q) + "\n" for q in questions).encode()
+    whole_reads: list[str] = []
+    default_storage.listdir("")  # set up the lazy storage, so that its class is the S3 one
+    storage_class = type(default_storage._wrapped)
+    opened = storage_class._open
+
+    def spy(self, name, mode="rb"):
+        whole_reads.append(name)
+        return opened(self, name, mode)
+
+    monkeypatch.setattr(storage_class, "_open", spy)
+    response = owner_client.post(
+        "/api/evalsets/import/", {"file": SimpleUploadedFile("big.jsonl", body), "name": "big"}
+    )
+    assert response.status_code == 202, response.content
+    job = Job.objects.get(pk=response.json()["id"])
+    assert job.status == Job.Status.SUCCEEDED, job.error
+    assert len(body) > 400_000 and len(whole_reads) == 1  # the job's own copy; detection took one ranged read
+
+    empty = owner_client.post("/api/evalsets/import/", {"file": SimpleUploadedFile("empty.jsonl", b""), "name": "e"})
+    assert empty.status_code == 400 and "storage" not in empty.content.decode().lower(), empty.content
