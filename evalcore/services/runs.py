@@ -315,17 +315,26 @@ def run_import(
     index = QuestionIndex.load(version)
     total = count_records(path, fmt) if fmt != "trec-run" else None
     problems = ProblemCollector(display)
+    skipped: list[str] = []
+    # Given k, the file is read once: rows are checked as they are written, in the run's transaction, and any
+    # problem rolls all of it back once the rest of the file was checked too. Without k, a first pass finds the
+    # widest context (k) before anything is scored.
+    single_pass = k is not None
     count = 0
     widest = 0
-    skipped: list[str] = []
-    for _, row in _validated_rows(path, fmt, display, index, version, chunk_map, k, problems, trec_options, skipped):
+    rows_seen = (
+        ()
+        if single_pass
+        else _validated_rows(path, fmt, display, index, version, chunk_map, k, problems, trec_options, skipped)
+    )
+    for _, row in rows_seen:
         count += 1
         if row["context_ids"] is not None:
             widest = max(widest, len(row["context_ids"]))
         if count % 1000 == 0:
             progress(count, total and 2 * total, "validating")
     problems.raise_if_any()
-    if count == 0:
+    if count == 0 and not single_pass:
         raise ImportFailed([ImportProblem(display, None, None, "the file holds no rows")])
     if k is None:
         if widest == 0:
@@ -359,20 +368,35 @@ def run_import(
         )
         for chunk_batch in in_batches((RunChunk(run=run, **c) for c in chunk_rows), 5000):
             RunChunk.objects.bulk_create(chunk_batch)
-        second = ProblemCollector(display)
+        second = problems if single_pass else ProblemCollector(display)
         rows = (
             row
-            for _, row in _validated_rows(path, fmt, display, index, version, chunk_map, run_k, second, trec_options)
+            for _, row in _validated_rows(
+                path,
+                fmt,
+                display,
+                index,
+                version,
+                chunk_map,
+                run_k,
+                second,
+                trec_options,
+                skipped if single_pass else None,
+            )
         )
         store_rows(
             run,
-            rows,
+            _until_a_problem(rows, second),
             index,
             chunk_map=chunk_map,
             cutoffs=cutoffs,
-            progress=lambda written: progress(count + written, 2 * count, "scoring and writing"),
+            progress=(lambda written: progress(written, total, "checking, scoring and writing"))
+            if single_pass
+            else (lambda written: progress(count + written, 2 * count, "scoring and writing")),
         )
-        second.raise_if_any()  # the file changed between passes
+        second.raise_if_any()  # a problem (one pass), or the file changed between passes: nothing is kept
+        if run.row_count == 0:
+            raise ImportFailed([ImportProblem(display, None, None, "the file holds no rows")])
         return run
 
     run, created = create_once(
@@ -400,6 +424,14 @@ def run_import(
         f"Created run {name!r} on {version.label}: {coverage}, {at}{f', {gain} gain' if trec else ''}.{gold_note(run.summary)}"
         f"{skip_note}{gain_note}",
     )
+
+
+def _until_a_problem(rows: Iterable[dict[str, Any]], problems: ProblemCollector) -> Iterator[dict[str, Any]]:
+    """``rows`` while the file has no problem; after the first, the rest is still read (every problem is listed)
+    but nothing more is scored or written: the import will be rolled back."""
+    for row in rows:
+        if not problems.problems:
+            yield row
 
 
 def store_rows(

@@ -100,12 +100,11 @@ def check_streaming(tmp_path, *, questions: int, small_rows: int, big_rows: int,
     assert run.summary["slices"]["t3"]["rows"] == big_rows // 4
     assert Row.objects.get(run=run, question__qid="q000003").scores["faithfulness"] == 0.0
 
-    # progress is reported as it goes (validation, then each written batch), never going back
-    writing = [c for c in calls if c[2] == "scoring and writing"]
-    assert len(writing) == big_rows // batch
+    # progress is reported as it goes (k given: one pass that checks and writes each batch), never going back
+    writing = [c for c in calls if c[2] == "checking, scoring and writing"]
+    assert len(writing) == big_rows // batch == len(calls)
     assert [c[0] for c in writing] == sorted(c[0] for c in writing)
-    assert writing[-1][:2] == (2 * big_rows, 2 * big_rows)
-    assert any(c[2] == "validating" for c in calls)
+    assert writing[-1][:2] == (big_rows, big_rows)
 
     file_growth = big.stat().st_size - small.stat().st_size
     peak_growth = big_peak - small_peak
@@ -149,3 +148,24 @@ def test_a_100000_row_run_file_imports(tmp_path):
     elapsed = time.monotonic() - started
     assert result.run.row_count == 100_000
     print(f"100,000 rows imported in {elapsed:.1f} s")
+
+
+@pytest.mark.parametrize("k", [2, None])  # given: one pass that checks as it writes; not given: two passes
+def test_a_bad_row_after_batches_were_written_rolls_back_everything_and_every_problem_is_listed(
+    tmp_path, monkeypatch, k
+):
+    from evalcore.models import Run, RunScoreTable
+    from evalcore.services.problems import ImportFailed
+
+    monkeypatch.setattr("evalcore.services.runs.BATCH", 50)
+    frozen_version(400)
+    path = rows_file(tmp_path / "rows.jsonl", 400)
+    lines = path.read_text().splitlines()
+    lines[249] = lines[249].replace('"claims": [', '"claims": 7, "x": [')  # line 250, after five batches
+    lines[389] = '{"id": "q000389", "retrieved": "not a list"}'
+    path.write_text("\n".join(lines) + "\n")
+
+    with pytest.raises(ImportFailed) as refused:
+        run_import(path=path, evalset="big", name="half", k=k)
+    assert [(p.line, p.field) for p in refused.value.problems] == [(250, "claims"), (390, "retrieved")]
+    assert not Run.objects.exists() and not Row.objects.exists() and not RunScoreTable.objects.exists()
