@@ -12,8 +12,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from .limits import limits
 
 
@@ -235,21 +233,6 @@ def _literal_items(text: str) -> list[Any] | str | None:
     if sign:
         return None
     return values
-
-
-def loads_fast(text: str) -> Any:
-    """``json.loads(text)``, the same values, parsed by orjson where it can (several times faster on a file of
-    100,000 lines); json itself parses what orjson refuses (NaN, integers beyond 64 bits, lone surrogates) or
-    raises its own error, with the line and column that problems report."""
-    if _LONG_DIGITS.search(text):  # orjson reads an integer beyond 64 bits as a float, json as the integer
-        return json.loads(text)
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json.loads(text)
-
-
-_LONG_DIGITS = re.compile(r"\d{19}")
 
 
 def parse_json(text: str | bytes, field: str | None = None, *, finite: bool = False) -> Any:

@@ -169,11 +169,8 @@ BROKER_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step":
 def job_send(job_id: int, *, queue: str | None = None) -> None:
     """Hand job ``job_id``'s task to the broker; if it is refused, delete the still-queued job and raise
     :class:`BrokerUnavailable` (the caller's uploads are deleted by its request function)."""
-    from ..tasks import run_job
-
     try:
-        run_job.apply_async(args=(job_id,), queue=queue, retry=True, retry_policy=BROKER_RETRY_POLICY)
-        Job.objects.filter(pk=job_id).update(sent_at=timezone.now())
+        _hand_off(job_id, queue=queue)
     except Exception as error:  # kombu's OperationalError, redis or amqp connection errors: the broker is away
         Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).delete()
         logger.error("the broker did not accept job %s: %s", job_id, error)
@@ -182,6 +179,14 @@ def job_send(job_id: int, *, queue: str | None = None) -> None:
             f"{type(error).__name__}: {error}. Try again in a minute; if it lasts, the operator checks the broker "
             f"(CELERY_BROKER_URL) and /readyz."
         ) from None
+
+
+def _hand_off(job_id: int, *, queue: str | None = None) -> None:
+    """Give job ``job_id``'s task to the broker and record that it took it (raises what the broker raises)."""
+    from ..tasks import run_job
+
+    run_job.apply_async(args=(job_id,), queue=queue, retry=True, retry_policy=BROKER_RETRY_POLICY)
+    Job.objects.filter(pk=job_id).update(sent_at=timezone.now())
 
 
 def _run_in_thread(job_id: int) -> None:
@@ -370,19 +375,16 @@ def jobs_send_unsent() -> list[int]:
     """
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return []
-    from ..tasks import run_job
-
     late = timezone.now() - timedelta(seconds=UNSENT_GRACE_SECONDS)
     sent = []
     for job_id in Job.objects.filter(status=Job.Status.QUEUED, sent_at__isnull=True, created_at__lt=late).values_list(
         "pk", flat=True
     ):
         try:
-            run_job.apply_async(args=(job_id,), retry=True, retry_policy=BROKER_RETRY_POLICY)
+            _hand_off(job_id)
         except Exception as error:  # the broker is away: the next door that asks tries again
             logger.warning("job %s never reached the broker, which still refuses it: %s", job_id, error)
             break
-        Job.objects.filter(pk=job_id).update(sent_at=timezone.now())
         logger.warning("job %s never reached the broker (its sender died); sent it now", job_id)
         sent.append(job_id)
     return sent

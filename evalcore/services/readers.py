@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .fields import FieldError, check_depth, loads_fast, parse_json_object
+from .fields import FieldError, check_depth, parse_json_object
 from .json_documents import first_record, is_json_document, read_json_document
 from .limits import limits
 from .problems import ImportFailed, ImportProblem, ProblemCollector
@@ -274,7 +274,7 @@ def _read_jsonl(path: Path, name: str, problems: ProblemCollector) -> Iterator[R
         if not text:
             continue
         try:
-            data = loads_fast(text)
+            data = json.loads(text)
             # a value cannot nest deeper than it has opening brackets: most lines need no walk
             if text.count("[") + text.count("{") > depth:
                 check_depth(data)

@@ -483,7 +483,7 @@ def store_rows(
         run=run, questions=questions, qids=qids, types=list(scores["slice"]), scores=scores.drop(columns="slice")
     )
     run.summary = {
-        **build_summary(summary, k=run.k, questions_per_slice=index.per_slice),
+        **build_summary([scores], k=run.k, questions_per_slice=index.per_slice),
         "retrieval_gold": {kind: n for kind, n in gold_counts.items() if kind != "relevant"},
         **({"cutoffs": sorted({run.k, *cutoffs})} if cutoffs else {}),
     }

@@ -89,11 +89,9 @@ def local_file(value: str) -> Iterator[Path]:
         yield Path(value)
         return
     name = value[len(STORED) :]
-    try:
+    if _has_local_path(name):
         yield Path(default_storage.path(name))
         return
-    except NotImplementedError:  # object storage: no local path
-        pass
     folder = Path(tempfile.mkdtemp(prefix="lsl-upload-", dir=settings.FILE_UPLOAD_TEMP_DIR))
     try:
         copy = folder / Path(name).name  # the same name: the format is told from its extension
@@ -136,6 +134,7 @@ def local_head(value: str) -> Iterator[Path]:
 
 
 def _has_local_path(name: str) -> bool:
+    """Whether the storage is a local folder (object storage has no path)."""
     try:
         default_storage.path(name)
     except NotImplementedError:
