@@ -165,6 +165,20 @@ def test_a_failed_imports_job_page_leads_back_to_its_form(owner_client):
     assert f'href="{reverse("evalcore:jobs")}">← All jobs</a>' in body
 
 
+def test_a_job_that_failed_for_want_of_the_storage_does_not_ask_to_fix_the_file(owner_client):
+    job = failed_run_import()
+    Job.objects.filter(pk=job.pk).update(result={}, error="The file storage could not be read, so nothing was imported")
+
+    body = owner_client.get(reverse("evalcore:job", args=[job.pk])).content.decode()
+
+    assert "The file storage could not be read" in body and "go back to the form" in body
+    assert "Fix the file" not in body
+    assert (
+        "Fix the file, then"
+        in owner_client.get(reverse("evalcore:job", args=[failed_run_import().pk])).content.decode()
+    )
+
+
 def test_the_form_comes_back_with_the_values_given_and_the_problems_listed(owner_client):
     job = failed_run_import()
 
