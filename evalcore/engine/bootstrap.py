@@ -44,6 +44,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -52,6 +53,10 @@ from ._interval import Interval
 from ._validation import as_float_array, check_no_nan, check_positive_int, check_probability
 
 BootstrapMethod = Literal["auto", "multinomial", "resample"]
+BootstrapInterval = Literal["percentile", "expanded"]
+#: How the interval is read off the resampled means: the spec's percentile interval, or Hesterberg's
+#: expanded percentile interval (the gate's choice for continuous metrics; see :func:`expanded_tail`).
+BOOTSTRAP_INTERVALS: tuple[str, ...] = ("percentile", "expanded")
 
 #: Elements (iterations x questions) drawn per chunk by the resampling path, each chunk with its
 #: own child seed: about 8 MB of indices a chunk.
@@ -92,6 +97,8 @@ class BootstrapResult(Interval):
     method : {"multinomial", "resample", "mixed", "binned"}, default "resample"
         The resampler that drew the means (the first three exact, "binned" within the
         bootstrap's own Monte Carlo error of them; see the module's docstring).
+    interval : {"percentile", "expanded"}, default "percentile"
+        How the bounds were read off the resampled means (see :func:`expanded_tail`).
 
     Examples
     --------
@@ -106,6 +113,7 @@ class BootstrapResult(Interval):
     confidence: float = 0.95
     n: int = 0
     method: str = "resample"
+    interval: str = "percentile"
 
 
 def _default_threads() -> int:
@@ -143,6 +151,95 @@ def percentile_positions(iterations: int, *, confidence: float = 0.95) -> tuple[
     low = int(math.floor(alpha * iterations + 1e-9))
     high = int(math.floor((1.0 - alpha) * iterations + 1e-9))
     return min(low, iterations - 1), min(high, iterations - 1)
+
+
+def _t_central(t: float, df: int) -> float:
+    """``P(-t < T < t)`` for Student's t with integer ``df``, by its finite series (Abramowitz and Stegun 26.7.3-4)."""
+    theta = math.atan(t / math.sqrt(df))
+    cos2, sin = math.cos(theta) ** 2, math.sin(theta)
+    if df % 2 == 0:
+        term = total = 1.0
+        for j in range(1, df // 2):
+            term *= cos2 * (2 * j - 1) / (2 * j)
+            total += term
+        return sin * total
+    if df == 1:
+        return 2.0 * theta / math.pi
+    term = total = math.cos(theta)
+    for j in range(1, (df - 1) // 2):
+        term *= cos2 * (2 * j) / (2 * j + 1)
+        total += term
+    return 2.0 / math.pi * (theta + sin * total)
+
+
+def _t_quantile(p: float, df: int) -> float:
+    """Student's t quantile for ``p`` above 1/2: exact (bisection on the series) below 30 df, else Cornish-Fisher.
+
+    The expansion in the normal quantile is within 1e-7 of the exact value from 30 df on. The
+    engine needs the quantile only to place the expanded interval's percentiles, and importing
+    ``scipy.special`` would cost every ``gate`` call 0.4 s of start-up.
+    """
+    if df < 30:
+        target, lo, hi = 2.0 * p - 1.0, 0.0, 1e6
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if _t_central(mid, df) < target else (lo, mid)
+        return 0.5 * (lo + hi)
+    z = NormalDist().inv_cdf(p)
+    v = float(df)
+    return (
+        z
+        + (z**3 + z) / (4 * v)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+        + (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / (92160 * v**4)
+    )
+
+
+def expanded_tail(n: int, *, confidence: float = 0.95) -> float:
+    """Return the tail probability at which the expanded percentile interval reads each bound.
+
+    The percentile interval is too narrow in small samples (the bootstrap's spread is the plug-in
+    ``sd * sqrt((n - 1) / n)``, and it uses normal rather than t tails): at n = 30 it covers 92-93 %
+    for a 95 % interval. Hesterberg's expanded percentile interval reads the percentiles at
+    ``Φ(-sqrt(n / (n - 1)) t_{1-α/2, n-1})`` instead of ``α/2``, which restores 93-95 % at n = 30 on
+    every shape of difference measured here (normal, skewed, zero-inflated, bounded; see
+    ``docs/conventions.md``) and tends to the percentile interval as n grows.
+
+    References
+    ----------
+    Hesterberg, T. C. (2015). What teachers should know about the bootstrap. The American
+    Statistician 69(4), 371-386, section 4.3.
+
+    Examples
+    --------
+    >>> round(expanded_tail(30), 4), round(expanded_tail(10_000), 4)
+    (0.0188, 0.025)
+    """
+    n = check_positive_int(n, "n")
+    confidence = check_probability(confidence, "confidence")
+    alpha = (1.0 - confidence) / 2.0
+    if n < 2:
+        return alpha
+    return NormalDist().cdf(-math.sqrt(n / (n - 1)) * _t_quantile(1.0 - alpha, n - 1))
+
+
+def interval_positions(
+    iterations: int, *, confidence: float = 0.95, n: int = 0, interval: str = "percentile"
+) -> tuple[int, int]:
+    """Return the positions of the bounds among the sorted resampled means, for either way of reading them.
+
+    Examples
+    --------
+    >>> interval_positions(10_000), interval_positions(10_000, n=30, interval="expanded")
+    ((250, 9750), (187, 9812))
+    """
+    if interval == "percentile":
+        return percentile_positions(iterations, confidence=confidence)
+    if interval != "expanded":
+        raise ValueError(f"interval must be one of {BOOTSTRAP_INTERVALS}, got {interval!r}")
+    tail = expanded_tail(n, confidence=confidence)
+    return percentile_positions(iterations, confidence=1.0 - 2.0 * tail)
 
 
 Job = tuple[float, Callable[[], None]]
@@ -391,6 +488,7 @@ def paired_bootstrap(
     confidence: float = 0.95,
     method: BootstrapMethod = "auto",
     threads: int | None = None,
+    interval: BootstrapInterval = "percentile",
 ) -> BootstrapResult:
     """Return the mean of ``cand - base`` with a percentile bootstrap interval.
 
@@ -413,6 +511,9 @@ def paired_bootstrap(
     threads : int, optional
         Threads for the resampling path (default: up to 4, by CPU count). Results do not
         depend on it.
+    interval : {"percentile", "expanded"}, default "percentile"
+        The spec's percentile interval, or the expanded percentile interval that covers better
+        in small samples (:func:`expanded_tail`; the gate's choice for continuous metrics).
 
     Returns
     -------
@@ -434,8 +535,10 @@ def paired_bootstrap(
     diffs, plan, iterations, confidence = _prepare(
         base, cand, iterations=iterations, seed=seed, confidence=confidence, method=method, threads=threads
     )
+    if interval not in BOOTSTRAP_INTERVALS:
+        raise ValueError(f"interval must be one of {BOOTSTRAP_INTERVALS}, got {interval!r}")
     _run_jobs(_jobs_of([plan]), threads)
-    return _finish(diffs, plan, iterations=iterations, seed=seed, confidence=confidence)
+    return _finish(diffs, plan, iterations=iterations, seed=seed, confidence=confidence, interval=interval)
 
 
 def _prepare(
@@ -472,10 +575,12 @@ def _prepare(
     return diffs, _plan_means(diffs, iterations=iterations, seed=int(seed), method=method), iterations, confidence
 
 
-def _finish(diffs: np.ndarray, plan: _Plan, *, iterations: int, seed: int, confidence: float) -> BootstrapResult:
+def _finish(
+    diffs: np.ndarray, plan: _Plan, *, iterations: int, seed: int, confidence: float, interval: str = "percentile"
+) -> BootstrapResult:
     """Read the interval off the resampled means of a plan whose jobs have all run."""
     means = plan.means
-    low_pos, high_pos = percentile_positions(iterations, confidence=confidence)
+    low_pos, high_pos = interval_positions(iterations, confidence=confidence, n=int(diffs.size), interval=interval)
     means.partition((low_pos, high_pos))
     return BootstrapResult(
         estimate=float(diffs.mean()),
@@ -486,4 +591,5 @@ def _finish(diffs: np.ndarray, plan: _Plan, *, iterations: int, seed: int, confi
         confidence=confidence,
         n=int(diffs.size),
         method=plan.method,
+        interval=interval,
     )

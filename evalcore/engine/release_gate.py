@@ -1,9 +1,20 @@
 """The non-inferiority release gate, per metric and per slice.
 
-The rule is decided in advance: **pass** if the lower end of the interval on the difference is
-at least minus the margin; **block** if the whole interval is below zero; otherwise **review**
-(a person decides). The interval is logged with the decision, so reviewers see uncertainty as
-well as direction.
+The rule is decided in advance. For each (metric, slice), with ``α = (1 - confidence) / 2``:
+
+* **pass** if the interval's lower end is *above* minus the margin (the one-sided test of "a drop
+  of at least the margin" rejects at level α; a bound exactly on ``-margin`` is not a pass);
+* **block** if the test of "no drop" rejects at family-wise level α: the one-sided paired sign-flip
+  test's p-value, adjusted by Holm's step-down over every (metric, slice) decision of the gate, is
+  at most α. Uncorrected (``correction="none"``) that is the spec's "the whole interval is below 0";
+* **review** otherwise (a person decides), with words that say whether the drop was merely not
+  significant once corrected for the number of decisions.
+
+The report passes only when every cell passes (an intersection-union test: its level is α with
+no correction), and blocks when any cell blocks (Holm holds the chance that *any* harmless cell
+blocks at α). Pass/fail metrics get Tango's score interval, the others the expanded percentile
+bootstrap (see :mod:`._gate_cells`). The interval, the p-values and the family are logged with the
+decision, so reviewers see uncertainty as well as direction.
 """
 
 from __future__ import annotations
@@ -16,18 +27,28 @@ from typing import Any, Literal, get_args
 import numpy as np
 import pandas as pd
 
-from . import bootstrap as _bootstrap
-from ._validation import check_positive_int
-from .bootstrap import BootstrapMethod, BootstrapResult, paired_bootstrap
+from ._gate_cells import (
+    ALL,
+    Cell,
+    Evidence,
+    GateInterval,
+    check_interval,
+    gather_evidence,
+    is_pass_fail,
+    sign_flips_for,
+)
+from ._gate_frames import cells_of, check_frames, metrics_of, slices_of
+from ._validation import as_float_array, check_no_nan, check_positive_int, check_probability
+from .bootstrap import BootstrapMethod
+from .multiplicity import Correction, adjust, check_correction
 
 GateStatus = Literal["pass", "review", "block"]
 #: The gate's decisions, the one definition in the engine: ship it, let a person decide, do not ship.
 STATUSES: tuple[str, ...] = get_args(GateStatus)
 PASS, REVIEW, BLOCK = STATUSES
 DEFAULT_MARGIN = 0.02
-#: Columns of a scored frame (see ``score_retrieval``) that describe a question rather than score it.
-BOOKKEEPING_COLUMNS = frozenset({"k", "n_relevant", "answerable", "declined"})
-ALL = "all"
+#: A (metric, slice) with fewer paired questions than this goes to review without an interval (gate and gate_frame).
+MIN_PAIRS = 10
 
 
 def _check_margin(margin: Any, metric: str) -> float:
@@ -43,7 +64,7 @@ def _check_margin(margin: Any, metric: str) -> float:
 
 @dataclass(frozen=True)
 class GateDecision:
-    """One gate decision: the interval on ``candidate - baseline`` and what it means.
+    """One gate decision: the interval on ``candidate - baseline``, the test of "no drop", and what they mean.
 
     Parameters
     ----------
@@ -54,15 +75,15 @@ class GateDecision:
     mean : float
         The observed mean difference ``mean(cand - base)`` (the interval's estimate).
     low, high : float
-        Bounds of the bootstrap interval on it; NaN when there were too few pairs for one.
+        Bounds of the interval on it; NaN when there were too few pairs for one.
     margin : float
         The tolerated drop the decision used.
     n : int
         Paired questions.
     iterations, seed : int
-        Of the bootstrap (``iterations`` is 0 when none was run).
+        Of the bootstrap (``iterations`` is 0 when none was run: Tango's interval, or too few pairs).
     confidence : float
-        Level of the interval.
+        Level of the two-sided interval; each one-sided test is at ``α = (1 - confidence) / 2``.
     message : str
         The decision in words, with the interval, as the spec writes it.
     slice : str, default "all"
@@ -71,12 +92,24 @@ class GateDecision:
         The metric's direction.
     base_mean, cand_mean : float, default NaN
         Each run's mean over the paired questions.
+    p_value : float, default NaN
+        One-sided p-value of the paired sign-flip test of "no drop" (NaN: not tested).
+    p_adjusted : float, default NaN
+        The same after the family-wise correction (Holm's step-down over ``family_size`` decisions).
+    family_size : int, default 1
+        Decisions of the gate that were tested together (every metric and slice with enough pairs).
+    correction : {"holm", "none"}, default "holm"
+        The family-wise correction applied.
+    interval_method : str, default ""
+        ``"tango"`` (pass/fail metrics), ``"expanded"`` or ``"percentile"`` (bootstrap); "" for none.
+    test_method : str, default ""
+        How the sign-flip p-value was computed: ``"exact"``, ``"monte-carlo"`` or ``"normal"``.
 
     Examples
     --------
     >>> decision = gate("rr", [0, 1] * 20, [1, 1] * 20, iterations=500)
-    >>> decision.status, decision.mean, decision.as_dict()["n"]
-    ('pass', 0.5, 40)
+    >>> decision.status, decision.mean, decision.as_dict()["n"], decision.interval_method
+    ('pass', 0.5, 40, 'tango')
     """
 
     metric: str
@@ -94,13 +127,26 @@ class GateDecision:
     higher_is_better: bool = True
     base_mean: float = math.nan
     cand_mean: float = math.nan
+    p_value: float = math.nan
+    p_adjusted: float = math.nan
+    family_size: int = 1
+    correction: str = "holm"
+    interval_method: str = ""
+    test_method: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """Return the fields as a plain dict (for JSON and DataFrames)."""
         return asdict(self)
 
 
-def decide(low: float, high: float, *, margin: float, higher_is_better: bool = True) -> str:
+def decide(
+    low: float,
+    high: float,
+    *,
+    margin: float,
+    higher_is_better: bool = True,
+    significant_drop: bool | None = None,
+) -> str:
     """Return ``"pass"``, ``"block"`` or ``"review"`` for an interval on ``cand - base``.
 
     For a metric where lower is better the interval is mirrored first, so that "a drop" always
@@ -114,39 +160,174 @@ def decide(low: float, high: float, *, margin: float, higher_is_better: bool = T
         The largest drop you are willing to ship without discussion (non-negative).
     higher_is_better : bool, default True
         False for metrics where a rise is a regression.
+    significant_drop : bool, optional
+        Whether the test of "no drop" rejected (after the family's correction). By default the
+        interval alone decides: a drop is significant when the whole interval is below 0.
 
     Returns
     -------
     str
-        ``PASS`` if ``low >= -margin``; else ``BLOCK`` if ``high < 0``; else ``REVIEW``.
+        ``PASS`` if ``low > -margin``; else ``BLOCK`` if the drop is significant; else ``REVIEW``.
 
     References
     ----------
     The spec's release gate ("Turning metrics into a release gate"): non-inferiority with a margin.
+    The spec writes ``lo >= -MARGIN``; a lower bound exactly on ``-margin`` does not reject "a drop
+    of the margin", so it is not a pass here.
 
     Examples
     --------
     >>> decide(-0.077, -0.010, margin=0.02), decide(-0.01, 0.03, margin=0.02), decide(-0.05, 0.01, margin=0.02)
     ('block', 'pass', 'review')
+    >>> decide(-0.02, 0.01, margin=0.02), decide(-0.077, -0.010, margin=0.02, significant_drop=False)
+    ('review', 'review')
     """
     _check_margin(margin, "decide")
     if not higher_is_better:
         low, high = -high, -low
-    if low >= -margin:
+    if low > -margin:
         return PASS
-    if high < 0:
+    if high < 0 if significant_drop is None else significant_drop:
         return BLOCK
     return REVIEW
 
 
-def _message(metric: str, status: str, mean: float, low: float, high: float, higher_is_better: bool) -> str:
-    interval = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+def _check_metric(metric: str, margin: float) -> float:
+    if not isinstance(metric, str) or not metric:
+        raise ValueError(f"metric must be a non-empty name, got {metric!r}")
+    return _check_margin(margin, metric)
+
+
+def _alpha(confidence: float) -> float:
+    return (1.0 - check_probability(confidence, "confidence")) / 2.0
+
+
+def _p(value: float) -> str:
+    return f"{value:.2g}" if value >= 1e-4 else f"{value:.1e}"
+
+
+def _message(cell: Cell, status: str, interval: Any, *, p_value: float, p_adjusted: float, family: int) -> str:
+    """The decision in words, as the spec writes it, with what the test found when the interval alone would mislead."""
+    mean, low, high = interval
+    shown = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+    worse_word = "drop" if cell.higher_is_better else "increase"
+    where = "" if cell.slice == ALL else f" on slice {cell.slice}"
     if status == PASS:
-        return f"{metric}: {interval}"
-    if status == BLOCK:
-        worse = "real drop" if higher_is_better else "real increase"
-        return f"{metric}: {worse} {interval}"
-    return f"{metric}: inconclusive {interval}"
+        return f"{cell.metric}: {shown}"
+    if status == BLOCK:  # the spec's words; the p-values are fields of the decision
+        return f"{cell.metric}: real {worse_word} {shown}"
+    worse = high < 0 if cell.higher_is_better else low > 0
+    if worse and p_adjusted > p_value and family > 1:
+        return (
+            f"{cell.metric}: {worse_word}{where} {shown}, not significant after correcting for {family} decisions "
+            f"(p = {_p(p_value)}, Holm-adjusted {_p(p_adjusted)})"
+        )
+    if worse:
+        return f"{cell.metric}: {worse_word}{where} {shown}, not significant by the paired sign-flip test (p = {_p(p_value)})"
+    return f"{cell.metric}: inconclusive {shown}"
+
+
+def _too_few(cell: Cell, *, min_pairs: int, seed: int, confidence: float) -> GateDecision:
+    """The decision for a cell with fewer than ``min_pairs`` paired questions: review, no interval, no test."""
+    mean = float(np.mean(cell.diffs))
+    return GateDecision(
+        metric=cell.metric,
+        status=REVIEW,
+        mean=mean,
+        low=math.nan,
+        high=math.nan,
+        margin=cell.margin,
+        n=cell.n,
+        iterations=0,
+        seed=seed,
+        confidence=confidence,
+        message=f"{cell.metric}: too few paired questions ({cell.n} < {min_pairs}) for an interval; mean {mean:+.3f}",
+        slice=cell.slice,
+        higher_is_better=cell.higher_is_better,
+        base_mean=float(cell.base.mean()),
+        cand_mean=float(cell.cand.mean()),
+        family_size=0,
+    )
+
+
+def _decide_family(
+    cells: Sequence[Cell],
+    *,
+    min_pairs: int,
+    correction: str,
+    interval: str,
+    iterations: int,
+    seed: int,
+    confidence: float,
+    sign_flips: int | None,
+    threads: int | None,
+    resampler: str = "auto",
+) -> list[GateDecision]:
+    """Decide every cell of one gate: intervals and tests for those with enough pairs, one correction over them all."""
+    tested = [cell for cell in cells if cell.n >= min_pairs]
+    alpha = _alpha(confidence)
+    draws = sign_flips_for(len(tested), alpha=alpha, at_least=iterations) if sign_flips is None else sign_flips
+    evidence = gather_evidence(
+        tested,
+        interval=interval,
+        iterations=iterations,
+        seed=seed,
+        confidence=confidence,
+        sign_flips=check_positive_int(draws, "sign_flips"),
+        threads=threads,
+        resampler=resampler,
+    )
+    adjusted = adjust([e.test.p_value for e in evidence], correction=correction)
+    decided = {
+        id(cell): _decided(
+            cell, found, float(p_adj), family=len(tested), correction=correction, confidence=confidence, seed=seed
+        )
+        for cell, found, p_adj in zip(tested, evidence, adjusted)
+    }
+    return [
+        decided[id(cell)]
+        if id(cell) in decided
+        else _too_few(cell, min_pairs=min_pairs, seed=seed, confidence=confidence)
+        for cell in cells
+    ]
+
+
+def _decided(
+    cell: Cell, evidence: Evidence, p_adjusted: float, *, family: int, correction: str, confidence: float, seed: int
+) -> GateDecision:
+    found = evidence.interval
+    alpha = _alpha(confidence)
+    status = decide(
+        found.low,
+        found.high,
+        margin=cell.margin,
+        higher_is_better=cell.higher_is_better,
+        significant_drop=p_adjusted <= alpha,
+    )
+    p_value = evidence.test.p_value
+    return GateDecision(
+        metric=cell.metric,
+        status=status,
+        mean=found.estimate,
+        low=found.low,
+        high=found.high,
+        margin=cell.margin,
+        n=cell.n,
+        iterations=evidence.iterations,
+        seed=seed,
+        confidence=confidence,
+        message=_message(cell, status, found, p_value=p_value, p_adjusted=p_adjusted, family=family),
+        slice=cell.slice,
+        higher_is_better=cell.higher_is_better,
+        base_mean=float(cell.base.mean()),
+        cand_mean=float(cell.cand.mean()),
+        p_value=p_value,
+        p_adjusted=p_adjusted,
+        family_size=family,
+        correction=correction,
+        interval_method=evidence.interval_method,
+        test_method=evidence.test.method,
+    )
 
 
 def gate(
@@ -162,8 +343,11 @@ def gate(
     slice: str = ALL,
     method: BootstrapMethod = "auto",
     threads: int | None = None,
+    min_pairs: int = MIN_PAIRS,
+    interval: GateInterval = "auto",
+    sign_flips: int | None = None,
 ) -> GateDecision:
-    """Run the non-inferiority gate on one metric.
+    """Run the non-inferiority gate on one metric (a family of one decision).
 
     Parameters
     ----------
@@ -174,11 +358,18 @@ def gate(
     margin : float, default 0.02
         The largest drop you are willing to ship without discussion.
     iterations, seed, confidence, method, threads
-        Passed to :func:`paired_bootstrap`.
+        Passed to :func:`paired_bootstrap` (``method`` is its resampler).
     higher_is_better : bool, default True
         False for metrics where a rise is a regression (latency, hallucination rate).
     slice : str, default "all"
         Name of the slice the scores come from, recorded on the decision.
+    min_pairs : int, default 10
+        Fewer paired questions go to review without an interval (the rule :func:`gate_frame` applies).
+    interval : {"auto", "tango", "expanded", "percentile"}, default "auto"
+        Tango's score interval for pass/fail scores and the expanded percentile bootstrap otherwise;
+        ``"percentile"`` is the spec's own interval.
+    sign_flips : int, optional
+        As in :func:`gate_frame`.
 
     Returns
     -------
@@ -188,49 +379,35 @@ def gate(
     --------
     >>> decision = gate("recall@5", [0, 1, 1, 1] * 50, [1, 1, 1, 1] * 50)
     >>> decision.status, decision.message
-    ('pass', 'recall@5: +0.250 [+0.190, +0.315]')
+    ('pass', 'recall@5: +0.250 [+0.195, +0.314]')
+    >>> gate("recall@5", [0, 1, 1, 1] * 50, [1, 1, 1, 1] * 50, interval="percentile").message
+    'recall@5: +0.250 [+0.190, +0.315]'
     """
     margin = _check_metric(metric, margin)
-    result = paired_bootstrap(
-        base, cand, iterations=iterations, seed=seed, confidence=confidence, method=method, threads=threads
+    base_arr, cand_arr = as_float_array(base, "base"), as_float_array(cand, "cand")
+    if base_arr.size != cand_arr.size:
+        raise ValueError(
+            f"base and cand must score the same questions in the same order: got {base_arr.size} and "
+            f"{cand_arr.size} scores; pair the rows by question id first"
+        )
+    if base_arr.size == 0:
+        raise ValueError("base and cand are empty: there are no paired questions to compare")
+    check_no_nan(base_arr, "base")
+    check_no_nan(cand_arr, "cand")
+    cell = Cell(metric, slice, base_arr, cand_arr, margin, bool(higher_is_better), is_pass_fail(base_arr, cand_arr))
+    (decision,) = _decide_family(
+        [cell],
+        min_pairs=check_positive_int(min_pairs, "min_pairs"),
+        correction="holm",
+        interval=check_interval(interval),
+        iterations=check_positive_int(iterations, "iterations"),
+        seed=seed,
+        confidence=confidence,
+        sign_flips=sign_flips,
+        threads=threads,
+        resampler=method,
     )
-    return _decision(metric, result, base, cand, margin=margin, higher_is_better=higher_is_better, slice=slice)
-
-
-def _check_metric(metric: str, margin: float) -> float:
-    if not isinstance(metric, str) or not metric:
-        raise ValueError(f"metric must be a non-empty name, got {metric!r}")
-    return _check_margin(margin, metric)
-
-
-def _decision(
-    metric: str,
-    result: BootstrapResult,
-    base: Sequence[float] | np.ndarray,
-    cand: Sequence[float] | np.ndarray,
-    *,
-    margin: float,
-    higher_is_better: bool,
-    slice: str,
-) -> GateDecision:
-    status = decide(result.low, result.high, margin=margin, higher_is_better=higher_is_better)
-    return GateDecision(
-        metric=metric,
-        status=status,
-        mean=result.estimate,
-        low=result.low,
-        high=result.high,
-        margin=margin,
-        n=result.n,
-        iterations=result.iterations,
-        seed=result.seed,
-        confidence=result.confidence,
-        message=_message(metric, status, result.estimate, result.low, result.high, higher_is_better),
-        slice=slice,
-        higher_is_better=higher_is_better,
-        base_mean=float(np.mean(np.asarray(base, dtype=float))),
-        cand_mean=float(np.mean(np.asarray(cand, dtype=float))),
-    )
+    return decision
 
 
 def overall_status(statuses: Sequence[str]) -> str:
@@ -276,20 +453,26 @@ class GateReport:
         Questions in both runs.
     notes : tuple of str, default ()
         What the comparison left out, in words.
+    family_size : int, default 0
+        Decisions tested together (those with enough pairs); Holm's correction runs over them.
+    correction : {"holm", "none"}, default "holm"
+        The family-wise correction of "block".
 
     Examples
     --------
     >>> import pandas as pd
     >>> base = pd.DataFrame({"rr": [0.0, 1.0] * 10})
     >>> report = gate_frame(base, base.assign(rr=1.0), iterations=500)
-    >>> report.overall, len(report.blocking()), list(report.to_frame()["metric"])
-    ('pass', 0, ['rr'])
+    >>> report.overall, len(report.blocking()), list(report.to_frame()["metric"]), report.family_size
+    ('pass', 0, ['rr'], 1)
     """
 
     decisions: tuple[GateDecision, ...]
     overall: str
     n_paired: int
     notes: tuple[str, ...] = field(default_factory=tuple)
+    family_size: int = 0
+    correction: str = "holm"
 
     def to_frame(self) -> pd.DataFrame:
         """Return one row per decision, one column per field of :class:`GateDecision`."""
@@ -311,8 +494,11 @@ def gate_frame(
     iterations: int = 10_000,
     seed: int = 7,
     confidence: float = 0.95,
-    min_pairs: int = 10,
+    min_pairs: int = MIN_PAIRS,
     threads: int | None = None,
+    correction: Correction = "holm",
+    interval: GateInterval = "auto",
+    sign_flips: int | None = None,
 ) -> GateReport:
     """Run the gate for every metric, overall and for every slice, on per-question frames.
 
@@ -334,10 +520,17 @@ def gate_frame(
     higher_is_better : mapping metric -> bool, optional
         Direction per metric (default: higher is better).
     min_pairs : int, default 10
-        A (metric, slice) with fewer paired questions is sent to review without a bootstrap:
-        its interval would mean little.
+        A (metric, slice) with fewer paired questions is sent to review without an interval or a
+        test (and is not counted in the family).
     iterations, seed, confidence, threads
         Passed to :func:`paired_bootstrap`; every decision uses the same seed.
+    correction : {"holm", "none"}, default "holm"
+        Family-wise correction of "block" over every (metric, slice) tested; ``"none"`` tests each at α alone.
+    interval : {"auto", "tango", "expanded", "percentile"}, default "auto"
+        As in :func:`gate`.
+    sign_flips : int, optional
+        Most random sign patterns a Monte Carlo sign-flip test may draw (default: enough that a
+        corrected cell can block, ``10 × family / α`` and at least ``iterations``).
 
     Returns
     -------
@@ -349,126 +542,48 @@ def gate_frame(
     >>> base = pd.DataFrame({"kind": ["a", "b"] * 20, "recall@5": [1.0, 0.0] * 20})
     >>> cand = base.assign(**{"recall@5": [0.0, 0.0] * 20})
     >>> report = gate_frame(base, cand, slice_by="kind", iterations=500)
-    >>> report.overall, [(d.slice, d.status) for d in report.decisions]
-    ('block', [('all', 'block'), ('a', 'block'), ('b', 'pass')])
+    >>> report.overall, [(d.slice, d.status) for d in report.decisions], report.family_size
+    ('block', [('all', 'block'), ('a', 'block'), ('b', 'review')], 3)
+
+    Slice "b" did not change, but 20 pass/fail questions cannot show that it did not drop by 2 points:
+
+    >>> report.decisions[2].message
+    'recall@5: inconclusive +0.000 [-0.161, +0.161]'
     """
-    if not isinstance(base, pd.DataFrame) or not isinstance(cand, pd.DataFrame):
-        raise TypeError("base and cand must be pandas DataFrames with one row per question")
-    for frame, name in ((base, "base"), (cand, "cand")):
-        if frame.index.has_duplicates:
-            dup = frame.index[frame.index.duplicated()][0]
-            raise ValueError(f"{name} has question {dup!r} more than once; one row per question")
+    check_frames(base, cand)
     min_pairs = check_positive_int(min_pairs, "min_pairs")
+    correction = check_correction(correction)
     common = base.index.intersection(cand.index, sort=False)
-    notes: list[str] = []
     if len(common) == 0:
         raise ValueError("base and cand share no question ids: a comparison must be paired")
+    notes: list[str] = []
     if len(common) < max(len(base), len(cand)):
         notes.append(
             f"paired on the {len(common)} questions both runs answered ({len(base)} base, {len(cand)} candidate)"
         )
-    b = base.loc[common]
-    c = cand.loc[common]
-    if metrics is None:
-        metrics = [
-            col
-            for col in b.columns
-            if col != slice_by
-            and col not in BOOKKEEPING_COLUMNS
-            and col in c.columns
-            and pd.api.types.is_numeric_dtype(b[col])
-            and not pd.api.types.is_bool_dtype(b[col])
-        ]
-    else:
-        missing = [m for m in metrics if m not in b.columns or m not in c.columns]
-        if missing:
-            raise ValueError(
-                f"metric(s) {missing} are not columns of both frames; available: {sorted(set(b.columns) & set(c.columns))}"
-            )
-    if not metrics:
-        raise ValueError("no metrics to gate: the frames share no numeric columns")
+    b, c = base.loc[common], cand.loc[common]
+    metrics = metrics_of(b, c, metrics, slice_by)
     margins = {
-        m: _check_margin(margin.get(m, DEFAULT_MARGIN) if isinstance(margin, Mapping) else margin, m) for m in metrics
+        m: _check_metric(m, margin.get(m, DEFAULT_MARGIN) if isinstance(margin, Mapping) else margin) for m in metrics
     }
     directions = {m: bool((higher_is_better or {}).get(m, True)) for m in metrics}
-
-    slices: list[tuple[str, np.ndarray]] = [(ALL, np.ones(len(common), dtype=bool))]
-    if slice_by is not None:
-        if slice_by not in b.columns and slice_by not in c.columns:
-            raise ValueError(f"slice_by column {slice_by!r} is in neither frame")
-        labels = b[slice_by] if slice_by in b.columns else c[slice_by]
-        if slice_by in c.columns:
-            labels = labels.fillna(c[slice_by]) if slice_by in b.columns else labels
-        labels = labels.astype("string").fillna("(none)")
-        for value in sorted(labels.unique()):
-            slices.append((str(value), (labels == value).to_numpy()))
-
-    decisions: list[GateDecision | None] = []
-    pending = []  # (position in decisions, metric, slice, base, cand): bootstrapped together below
-    for metric in metrics:
-        bv = pd.to_numeric(b[metric], errors="coerce").to_numpy(dtype=float)
-        cv = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=float)
-        scored = np.isfinite(bv) & np.isfinite(cv)
-        for name, mask in slices:
-            use = scored & mask
-            n = int(use.sum())
-            if n == 0:
-                continue
-            if n < min_pairs:
-                mean = float(np.mean(cv[use] - bv[use]))
-                decisions.append(
-                    GateDecision(
-                        metric=metric,
-                        status=REVIEW,
-                        mean=mean,
-                        low=math.nan,
-                        high=math.nan,
-                        margin=margins[metric],
-                        n=n,
-                        iterations=0,
-                        seed=seed,
-                        confidence=confidence,
-                        message=f"{metric}: too few paired questions ({n} < {min_pairs}) for an interval; mean {mean:+.3f}",
-                        slice=name,
-                        higher_is_better=directions[metric],
-                        base_mean=float(bv[use].mean()),
-                        cand_mean=float(cv[use].mean()),
-                    )
-                )
-                continue
-            pending.append((len(decisions), metric, name, bv[use], cv[use]))
-            decisions.append(None)
-    # Every (metric, slice) bootstrap is split into independent jobs that share one pool of
-    # threads, costliest first, and binned bootstraps of the same size draw their bins' counts
-    # once for all metrics: the same numbers as calling gate() one by one, in less time.
-    prepared = []
-    for position, metric, name, base_values, cand_values in pending:
-        margins[metric] = _check_metric(metric, margins[metric])
-        diffs, plan, n_iterations, level = _bootstrap._prepare(
-            base_values,
-            cand_values,
-            iterations=iterations,
-            seed=seed,
-            confidence=confidence,
-            method="auto",
-            threads=threads,
-        )
-        prepared.append((position, metric, name, base_values, cand_values, diffs, plan, n_iterations, level))
-    _bootstrap._run_jobs(_bootstrap._jobs_of([entry[6] for entry in prepared]), threads)
-    for position, metric, name, base_values, cand_values, diffs, plan, n_iterations, level in prepared:
-        result = _bootstrap._finish(diffs, plan, iterations=n_iterations, seed=seed, confidence=level)
-        decisions[position] = _decision(
-            metric,
-            result,
-            base_values,
-            cand_values,
-            margin=margins[metric],
-            higher_is_better=directions[metric],
-            slice=name,
-        )
+    cells = cells_of(b, c, metrics, slices_of(b, c, slice_by), margins=margins, directions=directions)
+    decisions = _decide_family(
+        cells,
+        min_pairs=min_pairs,
+        correction=correction,
+        interval=check_interval(interval),
+        iterations=check_positive_int(iterations, "iterations"),
+        seed=seed,
+        confidence=confidence,
+        sign_flips=sign_flips,
+        threads=threads,
+    )
     return GateReport(
-        decisions=tuple(decisions),  # type: ignore[arg-type]
+        decisions=tuple(decisions),
         overall=overall_status([d.status for d in decisions]),
         n_paired=len(common),
         notes=tuple(notes),
+        family_size=sum(1 for cell in cells if cell.n >= min_pairs),
+        correction=correction,
     )

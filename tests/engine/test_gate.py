@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import binom
 
 from evalcore.engine import (
     DEFAULT_MARGIN,
@@ -21,6 +23,7 @@ from evalcore.engine import (
     overall_status,
     paired_bootstrap,
 )
+from evalcore.engine.paired_proportions import tango_interval
 
 from . import spec_reference as spec
 
@@ -34,10 +37,10 @@ finite = st.floats(-1, 1, allow_nan=False)
 
 @settings(max_examples=300, deadline=None)
 @given(finite, finite, st.floats(0, 0.2))
-def test_decide_passes_iff_low_is_at_least_minus_margin_blocks_iff_high_is_below_zero_else_review(a, b, margin):
+def test_decide_passes_iff_low_is_above_minus_margin_blocks_iff_high_is_below_zero_else_review(a, b, margin):
     low, high = min(a, b), max(a, b)
     status = decide(low, high, margin=margin)
-    if low >= -margin:
+    if low > -margin:
         assert status == "pass"
     elif high < 0:
         assert status == "block"
@@ -53,9 +56,17 @@ def test_decide_for_lower_is_better_mirrors_the_interval(a, b, margin):
     assert decide(low, high, margin=margin, higher_is_better=False) == decide(-high, -low, margin=margin)
 
 
-def test_decide_passes_exactly_at_the_margin():
-    assert decide(-0.02, 0.01, margin=0.02) == "pass"
+def test_decide_does_not_pass_a_lower_bound_exactly_at_minus_the_margin():
+    # a bound on -margin does not reject "a drop of the margin" (the spec wrote >=; a tie on the 1/n lattice is not a pass)
+    assert decide(-0.02, 0.01, margin=0.02) == "review"
+    assert decide(-0.0199999, 0.01, margin=0.02) == "pass"
     assert decide(-0.0200001, 0.01, margin=0.02) == "review"
+
+
+def test_decide_blocks_on_the_test_when_it_is_given_not_on_the_interval():
+    assert decide(-0.077, -0.010, margin=0.02, significant_drop=False) == "review"
+    assert decide(-0.077, 0.003, margin=0.02, significant_drop=True) == "block"
+    assert decide(-0.01, 0.03, margin=0.02, significant_drop=True) == "pass"  # a pass needs no correction
 
 
 def test_decide_pass_takes_precedence_over_block_for_a_small_certain_drop():
@@ -68,9 +79,9 @@ def test_decide_blocks_when_the_whole_interval_is_below_zero_and_beyond_the_marg
     assert decide(-0.077, 0.0, margin=0.02) == "review"  # zero inside: not a certain drop
 
 
-def test_decide_with_zero_margin_passes_only_a_non_negative_low():
-    assert decide(0.0, 0.1, margin=0.0) == "pass"
-    assert decide(-1e-9, 0.1, margin=0.0) == "review"
+def test_decide_with_zero_margin_passes_only_a_positive_low():
+    assert decide(1e-9, 0.1, margin=0.0) == "pass"
+    assert decide(0.0, 0.1, margin=0.0) == "review"
 
 
 def test_decide_for_lower_is_better_blocks_a_certain_increase():
@@ -107,21 +118,54 @@ def test_overall_status_is_the_worst_decision(statuses, expected):
 # --------------------------------------------------------------------------------------------
 
 
-def test_gate_decision_carries_the_bootstrap_interval_and_the_means():
+def test_gate_decision_on_pass_fail_scores_carries_tangos_interval_the_exact_test_and_the_means():
     base, cand = spec.spec_bootstrap_data()
     decision = gate("faithfulness", base, cand, margin=0.02, seed=7)
-    result = paired_bootstrap(base, cand, seed=7)
+    tango = tango_interval(20, 7, 300)  # 20 questions fell, 7 rose
     assert isinstance(decision, GateDecision)
-    assert (decision.mean, decision.low, decision.high) == (result.estimate, result.low, result.high)
+    assert (decision.mean, decision.low, decision.high) == (tango.estimate, tango.low, tango.high)
+    assert decision.interval_method == "tango" and decision.iterations == 0
+    assert decision.test_method == "exact"
+    assert decision.p_value == pytest.approx(binom.cdf(7, 27, 0.5), rel=1e-12)  # McNemar's exact test
+    assert decision.p_adjusted == decision.p_value and decision.family_size == 1
     assert decision.n == 300 and decision.confidence == 0.95
     assert decision.slice == "all"
     assert decision.as_dict()["status"] == "block"
 
 
+def test_gate_with_the_percentile_interval_carries_the_bootstrap_of_the_spec():
+    base, cand = spec.spec_bootstrap_data()
+    decision = gate("faithfulness", base, cand, margin=0.02, seed=7, interval="percentile")
+    result = paired_bootstrap(base, cand, seed=7)
+    assert (decision.mean, decision.low, decision.high) == (result.estimate, result.low, result.high)
+    assert decision.interval_method == "percentile" and decision.iterations == 10_000
+
+
+def test_gate_on_continuous_scores_reads_the_expanded_percentile_interval():
+    rng = np.random.default_rng(4)
+    base = rng.random(40)
+    cand = np.clip(base + rng.normal(0.05, 0.1, 40), 0, 1)
+    decision = gate("ndcg@5", base, cand, seed=3)
+    expanded = paired_bootstrap(base, cand, seed=3, interval="expanded")
+    assert decision.interval_method == "expanded"
+    assert (decision.low, decision.high) == (expanded.low, expanded.high)
+    plain = paired_bootstrap(base, cand, seed=3)
+    assert expanded.low < plain.low and expanded.high > plain.high  # wider at n = 40
+
+
+def test_gate_and_gate_frame_send_fewer_than_ten_pairs_to_review_by_the_same_rule():
+    base, cand = [1.0] * 9, [0.0] * 9  # every question fell: no interval from 9 pairs
+    alone = gate("m", base, cand)
+    framed = gate_frame(pd.DataFrame({"m": base}), pd.DataFrame({"m": cand})).decisions[0]
+    assert alone == framed
+    assert alone.status == "review" and alone.message.startswith("m: too few paired questions (9 < 10)")
+    assert gate("m", [1.0] * 10, [0.0] * 10).status == "block"
+
+
 def test_gate_pass_message_has_no_verdict_word():
     decision = gate("recall@5", [0, 1, 1, 1] * 50, [1, 1, 1, 1] * 50)
     assert decision.status == "pass"
-    assert decision.message == "recall@5: +0.250 [+0.190, +0.315]"
+    assert decision.message == "recall@5: +0.250 [+0.195, +0.314]"
 
 
 def test_gate_review_message_says_inconclusive():
@@ -142,7 +186,7 @@ def test_gate_for_a_metric_where_lower_is_better_blocks_a_real_increase():
     # the candidate hallucinates more: swap the runs so the difference is +0.043
     decision = gate("hallucination rate", cand, base, higher_is_better=False)
     assert decision.status == "block"
-    assert decision.message == "hallucination rate: real increase +0.043 [+0.010, +0.077]"
+    assert decision.message == "hallucination rate: real increase +0.043 [+0.010, +0.081]"
     assert decision.higher_is_better is False
 
 
@@ -153,8 +197,8 @@ def test_gate_for_a_metric_where_lower_is_better_passes_a_real_decrease():
 
 def test_gate_with_a_wide_margin_passes_the_spec_drop():
     base, cand = spec.spec_bootstrap_data()
-    assert gate("faithfulness", base, cand, margin=0.08).status == "pass"
-    assert gate("faithfulness", base, cand, margin=0.05).status == "block"
+    assert gate("faithfulness", base, cand, margin=0.081).status == "pass"  # Tango's lower bound is -0.0805
+    assert gate("faithfulness", base, cand, margin=0.08).status == "block"
 
 
 def test_gate_records_the_slice_name():
@@ -201,8 +245,11 @@ def test_gate_frame_decides_every_metric_overall_and_per_slice():
     status = {(d.metric, d.slice): d.status for d in report.decisions}
     assert status[("recall@5", "all")] == "pass"
     assert status[("faithfulness", "table")] == "block"
-    assert status[("faithfulness", "prose")] == "pass"
+    # faithfulness did not change on prose, but 80 pass/fail questions cannot rule out a 2-point drop
+    assert status[("faithfulness", "prose")] == "review"
     assert report.overall == "block"
+    assert report.family_size == 6 and report.correction == "holm"
+    assert {d.family_size for d in report.decisions} == {6}
     assert [(d.metric, d.slice) for d in report.blocking()] == [
         (d.metric, d.slice) for d in report.decisions if d.status == "block"
     ]
@@ -223,7 +270,9 @@ def test_gate_frame_decisions_equal_gate_on_the_same_pairs():
         slice="table",
     )
     framed = next(d for d in report.decisions if (d.metric, d.slice) == ("faithfulness", "table"))
-    assert framed == direct
+    # the same evidence; only the family (6 decisions here, 1 alone) and so the adjusted p-value differ
+    assert replace(framed, p_adjusted=direct.p_adjusted, family_size=1) == direct
+    assert framed.p_adjusted == pytest.approx(min(1.0, 6 * framed.p_value))  # the smallest of 6 tied p-values
 
 
 def test_gate_frame_to_frame_has_one_row_per_decision():

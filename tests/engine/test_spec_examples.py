@@ -169,11 +169,20 @@ def test_spec_bootstrap_interval_is_entirely_below_zero_for_every_seed_and_resam
 
 def test_spec_gate_blocks_the_example_with_a_margin_of_0_02():
     base, cand = spec.spec_bootstrap_data()
-    decision = engine.gate("faithfulness", base, cand, margin=0.02)
+    decision = engine.gate("faithfulness", base, cand, margin=0.02, interval="percentile")  # the spec's own interval
     assert decision.status == "block"
     assert decision.message == "faithfulness: real drop -0.043 [-0.077, -0.010]"
     assert decision.seed == 7 and decision.iterations == 10_000
     assert round(decision.base_mean, 3) == 0.717 and round(decision.cand_mean, 3) == 0.673
+
+
+def test_spec_gate_blocks_the_example_with_tangos_interval_too():
+    # pass/fail scores get Tango's score interval by default: a little wider, the same decision
+    base, cand = spec.spec_bootstrap_data()
+    decision = engine.gate("faithfulness", base, cand, margin=0.02)
+    assert decision.status == "block"
+    assert decision.message == "faithfulness: real drop -0.043 [-0.081, -0.010]"
+    assert decision.p_value < 0.01
 
 
 def test_spec_gate_default_margin_is_0_02():

@@ -44,5 +44,5 @@ def test_paired_bootstrap_reports_the_first_nan_position_for_finding_the_bad_row
 
 def test_a_numpy_integer_k_and_margin_of_zero_are_valid():
     assert e.recall_at_k(R, G, np.int32(2)) == 0.5
-    assert e.decide(0.0, 0.1, margin=0) == "pass"
-    assert e.gate("m", [1.0] * 20, [1.0] * 20, margin=0).status == "pass"
+    assert e.decide(0.01, 0.1, margin=0) == "pass"
+    assert e.gate("m", [0.0] * 20, [1.0] * 20, margin=0).status == "pass"
