@@ -39,6 +39,7 @@ positions ``int(0.025 * iterations)`` and ``int(0.975 * iterations)`` for a 95 %
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -172,6 +173,7 @@ def _t_central(t: float, df: int) -> float:
     return 2.0 / math.pi * (theta + sin * total)
 
 
+@functools.lru_cache(maxsize=256)
 def _t_quantile(p: float, df: int) -> float:
     """Student's t quantile for ``p`` above 1/2: exact (bisection on the series) below 30 df, else Cornish-Fisher.
 

@@ -1,0 +1,45 @@
+"""Holm's step-down correction, against statsmodels' implementation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from statsmodels.stats.multitest import multipletests
+
+from evalcore.engine.multiplicity import CORRECTIONS, adjust, check_correction, holm
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_holm_equals_statsmodels_on_generated_p_values(seed):
+    rng = np.random.default_rng(seed)
+    p = np.concatenate([rng.random(40), rng.random(10) * 1e-4, [0.0, 1.0, 0.5, 0.5]])
+    rng.shuffle(p)
+    reject, adjusted, _, _ = multipletests(p, alpha=0.025, method="holm")
+    np.testing.assert_allclose(holm(p), adjusted, rtol=1e-12, atol=0)
+    assert np.array_equal(holm(p) <= 0.025, reject)
+
+
+def test_holm_leaves_untested_cells_out_of_the_family():
+    p = np.array([0.01, np.nan, 0.02, np.nan])
+    adjusted = holm(p)
+    assert np.isnan(adjusted[[1, 3]]).all()
+    np.testing.assert_allclose(adjusted[[0, 2]], multipletests([0.01, 0.02], method="holm")[1])
+
+
+def test_holm_of_nothing_is_nothing_and_of_one_is_the_p_value_itself():
+    assert holm([]).size == 0
+    assert holm([0.03]).tolist() == [0.03]
+
+
+def test_holm_rejects_what_is_not_a_p_value():
+    with pytest.raises(ValueError, match=r"p_values must lie in \[0, 1\]"):
+        holm([0.1, 1.5])
+    with pytest.raises(ValueError, match="one-dimensional"):
+        holm([[0.1, 0.2]])
+
+
+def test_no_correction_returns_the_p_values_and_unknown_corrections_are_refused():
+    assert adjust([0.01, 0.2], correction="none").tolist() == [0.01, 0.2]
+    assert CORRECTIONS == ("holm", "none")
+    with pytest.raises(ValueError, match=r"correction must be one of \('holm', 'none'\), got 'bonferroni'"):
+        check_correction("bonferroni")

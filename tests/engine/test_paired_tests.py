@@ -1,0 +1,147 @@
+"""The paired sign-flip test of "no drop": exact against SciPy's enumeration and McNemar's exact test,
+Monte Carlo and normal paths against the exact distribution, and its size under exchangeable runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from evalcore.engine import paired_tests
+from evalcore.engine.paired_tests import ENUMERATE_MAX, drop_test
+
+
+def scipy_sign_flip(diffs, *, n_resamples=np.inf, seed=0):
+    """SciPy's paired randomization test of the sum, one-sided towards a drop."""
+    return stats.permutation_test(
+        (np.asarray(diffs, dtype=float),),
+        np.sum,
+        permutation_type="samples",
+        alternative="less",
+        n_resamples=n_resamples,
+        rng=np.random.default_rng(seed),
+    ).pvalue
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_path_equals_scipys_enumeration_of_every_sign_pattern(seed):
+    rng = np.random.default_rng(seed)
+    diffs = rng.normal(-0.05, 0.2, 14) * (rng.random(14) < 0.85)
+    result = drop_test(diffs)
+    assert result.method == "exact"
+    assert result.p_value == pytest.approx(scipy_sign_flip(diffs), rel=1e-12)
+
+
+@pytest.mark.parametrize(("fell", "rose"), [(9, 2), (16, 6), (0, 5), (40, 25), (300, 240)])
+def test_pass_fail_differences_give_mcnemars_exact_test(fell, rose):
+    diffs = [-1.0] * fell + [1.0] * rose + [0.0] * 50
+    expected = stats.binomtest(rose, fell + rose, 0.5, alternative="less").pvalue
+    assert drop_test(diffs).p_value == pytest.approx(expected, rel=1e-10)
+
+
+def subset_sum_cdf(units, observed):
+    """``P(sum of a random half of the integer amounts <= observed)`` by dynamic programming over the sums (no FFT)."""
+    counts = np.zeros(int(np.sum(units)) + 1)
+    counts[0] = 1.0
+    for amount in units:
+        counts[amount:] = 0.5 * counts[amount:] + 0.5 * counts[:-amount].copy()
+        counts[:amount] *= 0.5
+    return counts[: observed + 1].sum()
+
+
+def random_signs_cdf(diffs, *, draws=200_000, seed=0):
+    """A plain Monte Carlo over random signs, in blocks."""
+    rng = np.random.default_rng(seed)
+    amounts, observed = np.abs(diffs), np.sum(diffs)
+    hits = 0
+    for _ in range(draws // 10_000):
+        signs = rng.choice([-1.0, 1.0], size=(10_000, amounts.size))
+        hits += int(np.count_nonzero(signs @ amounts <= observed + 1e-9))
+    return hits / draws
+
+
+@pytest.mark.parametrize("denominator", [3, 5, 60])
+def test_differences_on_a_lattice_are_convolved_exactly(denominator):
+    rng = np.random.default_rng(denominator)
+    units = rng.integers(-denominator, denominator + 1, size=300)
+    units[rng.random(300) < 0.5] = 0
+    diffs = units / denominator
+    result = drop_test(diffs)
+    assert result.method == "exact"
+    moved = units[units != 0]
+    expected = subset_sum_cdf(np.abs(moved), int(moved[moved > 0].sum()))
+    assert result.p_value == pytest.approx(expected, rel=1e-9, abs=1e-15)
+
+
+def test_the_lattice_equals_enumeration_where_both_apply():
+    diffs = np.array([-2 / 3, -1 / 3, 1 / 3, -1.0, 2 / 3, -1 / 3, -1 / 3, 1.0, -2 / 3, -1 / 3, 1 / 3])
+    assert drop_test(diffs).p_value == pytest.approx(scipy_sign_flip(diffs), rel=1e-12)
+
+
+def test_rounding_differences_of_equal_scores_are_no_change():
+    # 1/3 + 1/3 - 2/3 is 1e-16, not a change: the lattice of thirds still applies
+    diffs = np.array([(1 / 3 + 1 / 3) - 2 / 3] * 5 + [-1 / 3, -2 / 3, 1 / 3] * 10)
+    result = drop_test(diffs)
+    assert result.method == "exact" and result.changed == 30
+
+
+def test_monte_carlo_path_is_within_its_error_of_plain_random_signs_and_stops_early_when_far_from_significant():
+    rng = np.random.default_rng(3)
+    diffs = rng.normal(-0.02, 0.2, 400)
+    result = drop_test(diffs, max_draws=200_000, seed=2)
+    assert result.method == "monte-carlo"
+    reference = random_signs_cdf(diffs, seed=4)
+    # Besag-Clifford stops at 50 extreme patterns: a relative error of about 1/sqrt(50)
+    assert result.p_value == pytest.approx(reference, rel=0.5)
+    harmless = drop_test(rng.normal(0.0, 0.2, 400), max_draws=200_000)
+    assert harmless.draws < 2_000 and harmless.p_value > 0.02
+
+
+def test_monte_carlo_p_value_is_never_below_one_over_the_draws_plus_one():
+    diffs = -np.abs(np.random.default_rng(0).normal(0, 0.2, 100))  # every question fell
+    result = drop_test(diffs, max_draws=5_000)
+    assert result.method == "monte-carlo" and result.draws == 5_000
+    assert result.p_value == pytest.approx(1 / 5_001)
+
+
+def test_normal_path_for_many_changes_agrees_with_monte_carlo():
+    rng = np.random.default_rng(5)
+    diffs = rng.normal(-0.004, 0.2, 5_000)
+    result = drop_test(diffs)
+    assert result.method == "normal"
+    monte_carlo = paired_tests._monte_carlo_cdf(np.abs(diffs), diffs > 0, max_draws=40_000, seed=1)[0]
+    assert result.p_value == pytest.approx(monte_carlo, rel=0.3)
+
+
+def test_one_dominant_difference_is_never_read_off_the_normal_limit():
+    diffs = np.concatenate([np.random.default_rng(1).normal(0, 0.01, 2_000), [-5.0]])
+    assert drop_test(diffs, max_draws=2_000).method == "monte-carlo"
+
+
+def test_direction_lower_is_better_tests_a_rise():
+    diffs = [0.1, 0.2, 0.15, 0.3, -0.05] * 4
+    assert drop_test(diffs, higher_is_better=False).p_value == pytest.approx(drop_test([-d for d in diffs]).p_value)
+    assert drop_test(diffs).p_value > 0.9
+
+
+def test_no_change_at_all_is_no_evidence_of_a_drop():
+    result = drop_test([0.0] * 30)
+    assert (result.p_value, result.method, result.changed) == (1.0, "exact", 0)
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="non-finite value"):
+        drop_test([0.1, float("nan")])
+    with pytest.raises(ValueError, match="max_draws must be a positive integer"):
+        drop_test([0.1], max_draws=0)
+
+
+@pytest.mark.parametrize("changed", [6, ENUMERATE_MAX + 6])
+def test_size_under_exchangeable_differences_is_at_most_alpha(changed):
+    # symmetric differences: the test's null holds exactly, so P(p <= a) <= a at every a
+    rng = np.random.default_rng(changed)
+    p_values = np.array(
+        [drop_test(rng.normal(0, 0.2, changed) * rng.choice([1, 2], changed)).p_value for _ in range(600)]
+    )
+    for level in (0.025, 0.05, 0.1, 0.3):
+        assert np.mean(p_values <= level) <= level + 3 * np.sqrt(level * (1 - level) / 600)
