@@ -1,4 +1,4 @@
-"""``python -m benchmarks [bootstrap|retrieval|gate ...] [--quick]``: run the engine benchmarks.
+"""``python -m benchmarks [bootstrap|retrieval|gate|gate_rules ...] [--quick]``: run the engine benchmarks.
 
 ``python -m benchmarks labelling ...``, ``python -m benchmarks judge ...``, ``python -m benchmarks imports`` and
 ``python -m benchmarks scale ...`` run the labelling endpoints, the judge runner, the readers of the tools' formats
@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-SECTIONS = ("bootstrap", "retrieval", "gate")
+SECTIONS = ("bootstrap", "retrieval", "gate", "gate_rules")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             from . import bench_bootstrap as module
         elif section == "retrieval":
             from . import bench_retrieval as module
+        elif section == "gate_rules":
+            from . import gate_rules as module
         else:
             from . import bench_gate as module
         module.run(targets, quick=args.quick)

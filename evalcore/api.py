@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evalcore.engine.multiplicity import CORRECTIONS
 from labelstudio_lite.accounts.access import IsEvalOwner
 from labelstudio_lite.rest import JSONObjectField, JSONParser, Pagination, StrictBooleanField
 
@@ -372,6 +373,14 @@ class GateApi(EvalOwnerAPIView):
             default=None,
             help_text="what an unvalidated or unfit judge does to judge metrics (default GATE_JUDGE_POLICY)",
         )
+        correction = serializers.ChoiceField(
+            choices=CORRECTIONS,
+            required=False,
+            allow_null=True,
+            default=None,
+            help_text="family-wise correction of 'block' over every metric and slice: holm or none "
+            "(default GATE_CORRECTION, holm)",
+        )
 
     @extend_schema(
         request=GateInput, responses={202: JobOutput}, summary="Compare two runs and apply the release gate (a job)"
@@ -392,6 +401,7 @@ class GateApi(EvalOwnerAPIView):
             margins=data["margins"],
             lower_is_better=data["lower_is_better"],
             judge_policy=data["judge_policy"],
+            correction=data["correction"],
         )
         return _accepted(request_gate, params, request)
 

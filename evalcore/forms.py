@@ -144,6 +144,15 @@ class CompareForm(forms.Form):
         label="Lower is better",
         help_text="Comma-separated metrics where a rise is a regression (latency, cost, ...).",
     )
+    correction = forms.ChoiceField(
+        choices=[
+            ("", "the default (GATE_CORRECTION)"),
+            ("holm", "holm: a block is corrected for the number of metrics and slices (Holm's step-down)"),
+            ("none", "none: each metric and slice blocks at 2.5 % alone (a harmless change blocks most reports)"),
+        ],
+        required=False,
+        label="Correction of 'block'",
+    )
 
     def clean_margins(self) -> dict[str, float]:
         out = {}

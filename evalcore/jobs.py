@@ -13,7 +13,7 @@ from typing import Any
 
 from .models import EvalSetVersion, Job, JudgeConfig, Run
 from .selectors import NotFound, version_by_ref
-from .services.comparisons import SLICE_COLUMN, check_margins, compare_runs, comparison_check
+from .services.comparisons import SLICE_COLUMN, check_gate_correction, check_margins, compare_runs, comparison_check
 from .services.evalsets import EvalSetImportResult, evalset_import
 from .services.fields import FieldError, json_safe
 from .services.jobs import Progress, job_cancel_requested, job_request, register_job_kind
@@ -206,6 +206,7 @@ class GateParams:
     margins: dict[str, float] = field(default_factory=dict)
     lower_is_better: list[str] = field(default_factory=list)
     judge_policy: str | None = None  # None: GATE_JUDGE_POLICY
+    correction: str | None = None  # None: GATE_CORRECTION
 
 
 def _runs(params: GateParams) -> tuple[Run, Run]:
@@ -225,6 +226,8 @@ def request_gate(*, params: GateParams, user: Any = None, start: bool = True) ->
     )
     if params.judge_policy is not None:
         about_field("judge_policy", lambda: check_judge_policy(params.judge_policy))
+    if params.correction is not None:
+        about_field("correction", lambda: check_gate_correction(params.correction))
     return job_request(kind=GATE, params=params, user=user, start=start)
 
 
@@ -244,6 +247,7 @@ def _compare(params: GateParams, base: Run, candidate: Run, job: Job, progress: 
         margins=params.margins or None,
         lower_is_better=params.lower_is_better,
         judge_policy=params.judge_policy,
+        correction=params.correction,
         user=job.created_by,
         progress=progress,
     )
@@ -314,6 +318,8 @@ def request_rescore_baseline(*, params: RescoreParams, user: Any = None, start: 
     check_margins(margin=params.margin, margins=params.margins)
     if params.judge_policy is not None:
         check_judge_policy(params.judge_policy)
+    if params.correction is not None:
+        check_gate_correction(params.correction)
     existing = Run.objects.filter(version=older.version, name=default_name(older, config)).first()
     if existing is None or existing.derived_from_id != older.pk:
         judge_run_check(run=older, config=config, claims=params.claims, name=None)

@@ -351,6 +351,8 @@ GATE_DEFAULT_MARGIN = envfloat("GATE_DEFAULT_MARGIN", 0.02)
 # What a judge that people have not validated, or found unfit, does to decisions on judge metrics:
 # review (they go to a person), warn (logged beside the decision), off (recorded only).
 GATE_JUDGE_POLICY = envchoice("GATE_JUDGE_POLICY", "review", ("review", "warn", "off"))
+# Family-wise correction of "block" over every (metric, slice) of one gate: Holm's step-down, or none.
+GATE_CORRECTION = envchoice("GATE_CORRECTION", "holm", ("holm", "none"))
 GATE_ITERATIONS = envint("GATE_ITERATIONS", 10_000, minimum=100)
 GATE_SEED = envint("GATE_SEED", 7, minimum=0)
 # Who gets a Server-Timing header (request time, query count and time): staff (and everyone with DEBUG), all, off.

@@ -46,6 +46,9 @@ class QuestionsPlan:
         The chance of settling it, and the interval's level.
     available : int or None
         Paired questions there are (the eval set, or the slice).
+    family_size : int, default 1
+        Decisions the gate corrects "block" over: a block is planned at ``α / family_size`` (the
+        strictest step of Holm's procedure, so the plan errs towards more questions).
 
     Examples
     --------
@@ -63,6 +66,7 @@ class QuestionsPlan:
     power: float
     confidence: float
     available: int | None = None
+    family_size: int = 1
 
     def sentence(self, *, observed: bool = False, scope: str = "the eval set") -> str:
         """The plan in words, as a review decision carries it ("... would settle this; the eval set has 600")."""
@@ -76,13 +80,16 @@ class QuestionsPlan:
         else:
             basis = f"with {spread} and a true change of {self.change:+.3f}"
         have = f"; {scope} has {self.available:,}" if self.available is not None else ""
+        corrected = (
+            f", corrected for {self.family_size} decisions" if self.outcome == BLOCK and self.family_size > 1 else ""
+        )
         if self.questions is None:
             return (
                 f"{basis}, no number of paired questions would settle this: the change sits on minus the margin{have}"
             )
         return (
             f"{basis}, about {self.questions:,} paired questions would settle this ({self.outcome}, with "
-            f"{_pct(self.power)} power){have}"
+            f"{_pct(self.power)} power{corrected}){have}"
         )
 
 
@@ -95,6 +102,7 @@ def questions_needed(
     confidence: float = 0.95,
     power: float = 0.8,
     available: int | None = None,
+    family_size: int = 1,
 ) -> QuestionsPlan:
     """Return how many paired questions tell a true change of ``change`` from the margin with ``power``.
 
@@ -115,6 +123,8 @@ def questions_needed(
         The chance that the gate settles (passes or blocks) with that many questions.
     available : int, optional
         Paired questions there are, for the words.
+    family_size : int, default 1
+        Decisions the gate corrects "block" over (see :class:`QuestionsPlan`); a pass needs no correction.
 
     Returns
     -------
@@ -140,8 +150,10 @@ def questions_needed(
         discordance = float(discordance)
     if available is not None:
         available = check_positive_int(available, "available", allow_zero=True)
+    family_size = check_positive_int(family_size, "family_size")
     outcome, distance = (PASS, change + margin) if change > -margin else (BLOCK, -change)
-    questions = paired_sample_size(distance, sd=sd, confidence=confidence, power=power) if distance > 0 else None
+    level = confidence if outcome == PASS else 1.0 - (1.0 - confidence) / family_size
+    questions = paired_sample_size(distance, sd=sd, confidence=level, power=power) if distance > 0 else None
     return QuestionsPlan(
         questions=questions,
         outcome=outcome,
@@ -152,6 +164,7 @@ def questions_needed(
         power=power,
         confidence=confidence,
         available=available,
+        family_size=family_size,
     )
 
 
@@ -164,6 +177,7 @@ def settle_review(
     confidence: float = 0.95,
     power: float = 0.8,
     available: int | None = None,
+    family_size: int = 1,
 ) -> QuestionsPlan:
     """Return the paired questions that would settle a comparison, at the change and spread observed.
 
@@ -183,6 +197,8 @@ def settle_review(
         As in :func:`questions_needed`.
     available : int, optional
         Paired questions in the eval set (or the slice).
+    family_size : int, default 1
+        As in :func:`questions_needed`.
 
     Returns
     -------
@@ -212,12 +228,20 @@ def settle_review(
         if flips <= change**2 or flips == 0:
             flips = min(1.0, change**2 + 1.0 / b.size)  # every question moved the same way: the least spread possible
         return questions_needed(
-            change, margin=margin, discordance=flips, confidence=confidence, power=power, available=available
+            change,
+            margin=margin,
+            discordance=flips,
+            confidence=confidence,
+            power=power,
+            available=available,
+            family_size=family_size,
         )
     sd = float(diffs.std(ddof=1))
     if not sd > 0:
         sd = 1.0 / b.size  # every difference equal: the least spread there can be with n questions
-    return questions_needed(change, margin=margin, sd=sd, confidence=confidence, power=power, available=available)
+    return questions_needed(
+        change, margin=margin, sd=sd, confidence=confidence, power=power, available=available, family_size=family_size
+    )
 
 
 def power_of(questions: int, *, change: float, margin: float, sd: float, confidence: float = 0.95) -> float:

@@ -9,6 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from evalcore.engine import STATUSES
+from evalcore.engine.multiplicity import CORRECTIONS
 
 from .runs import Run
 
@@ -38,6 +39,15 @@ class Comparison(models.Model):
     judge_policy = models.CharField(
         max_length=10, default="review", help_text="What an unvalidated or unfit judge did to judge metrics."
     )
+    correction = models.CharField(
+        max_length=10,
+        default="none",
+        choices=[(c, c) for c in CORRECTIONS],
+        help_text="The family-wise correction of 'block' over every decision (comparisons made before it existed: none).",
+    )
+    family_size = models.PositiveIntegerField(
+        default=0, help_text="Decisions tested together, over which the correction ran (0 before it existed)."
+    )
     judge_rates = models.JSONField(
         default=list, blank=True, help_text="Each run's judge pass rate, raw and corrected for the judge's errors."
     )
@@ -58,6 +68,9 @@ class Comparison(models.Model):
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=models.Q(overall__in=list(STATUSES)), name="comparison_overall_valid"),
+            models.CheckConstraint(
+                condition=models.Q(correction__in=list(CORRECTIONS)), name="comparison_correction_valid"
+            ),
             models.CheckConstraint(condition=~models.Q(base=models.F("candidate")), name="comparison_two_runs"),
         ]
 
@@ -86,6 +99,18 @@ class GateDecisionRecord(models.Model):
     cand_mean = models.FloatField(null=True)
     margin = models.FloatField()
     n = models.PositiveIntegerField()
+    p_value = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="One-sided p-value of the paired sign-flip test of 'no drop' (null: not tested).",
+    )
+    p_adjusted = models.FloatField(
+        null=True, blank=True, help_text="The same after the comparison's family-wise correction."
+    )
+    interval_method = models.CharField(
+        max_length=20, blank=True, help_text="tango (pass/fail metrics), expanded or percentile (bootstrap)."
+    )
+    test_method = models.CharField(max_length=20, blank=True, help_text="exact, monte-carlo or normal.")
     iterations = models.PositiveIntegerField()
     seed = models.PositiveIntegerField()
     confidence = models.FloatField()
@@ -113,6 +138,14 @@ class GateDecisionRecord(models.Model):
         ordering = ["comparison", "id"]
         constraints = [
             models.CheckConstraint(condition=models.Q(status__in=list(STATUSES)), name="gate_status_valid"),
+            models.CheckConstraint(
+                condition=models.Q(p_value__isnull=True) | models.Q(p_value__gte=0, p_value__lte=1),
+                name="gate_p_value_is_a_probability",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(p_adjusted__isnull=True) | models.Q(p_adjusted__gte=0, p_adjusted__lte=1),
+                name="gate_p_adjusted_is_a_probability",
+            ),
             models.UniqueConstraint(
                 fields=["comparison", "metric", "slice"], name="gate_decision_unique_in_comparison"
             ),
@@ -120,6 +153,14 @@ class GateDecisionRecord(models.Model):
 
     def __str__(self) -> str:
         return self.message
+
+    @property
+    def corrected_away(self) -> bool:
+        """Whether the drop was significant alone but not after the comparison's family-wise correction."""
+        if self.p_value is None or self.p_adjusted is None:
+            return False
+        alpha = (1.0 - self.confidence) / 2.0
+        return self.p_value <= alpha < self.p_adjusted
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:

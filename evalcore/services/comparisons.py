@@ -18,7 +18,8 @@ import pandas as pd
 from django.conf import settings
 from django.db import transaction
 
-from evalcore.engine import REVIEW, GateDecision, GateReport, gate_frame, overall_status, settle_review
+from evalcore.engine import BLOCK, REVIEW, GateDecision, GateReport, gate_frame, overall_status, settle_review
+from evalcore.engine.multiplicity import CORRECTIONS
 
 from ..models import Comparison, GateDecisionRecord, Run
 from ..selectors import CHANGED_KEPT, run_rows_frame
@@ -112,6 +113,16 @@ def check_margins(*, margin: float | None = None, margins: Mapping[str, float] |
             )
 
 
+def check_gate_correction(correction: str) -> str:
+    """Refuse a family-wise correction the gate does not know."""
+    if correction not in CORRECTIONS:
+        raise ComparisonRefused(
+            f"the correction must be one of {', '.join(CORRECTIONS)} (holm: Holm's step-down over every metric and "
+            f"slice; none: each decision alone), got {correction!r}"
+        )
+    return correction
+
+
 def compare_runs(
     *,
     base: Run,
@@ -125,6 +136,7 @@ def compare_runs(
     seed: int | None = None,
     confidence: float = 0.95,
     judge_policy: str | None = None,
+    correction: str | None = None,
     user: Any = None,
     progress: Progress = _noop,
 ) -> ComparisonOutcome:
@@ -132,10 +144,12 @@ def compare_runs(
 
     Decisions on judge metrics carry the validation of the judge that scored both runs, and the
     judge policy (``GATE_JUDGE_POLICY`` unless given) decides what an unvalidated or unfit judge
-    does to them (see :mod:`.judge_fitness`).
+    does to them (see :mod:`.judge_fitness`). A "block" is corrected for the number of decisions
+    (``GATE_CORRECTION`` unless given: Holm's step-down over every metric and slice).
     """
-    chosen, excluded = comparison_check(base=base, candidate=candidate, metrics=metrics, slice_by=slice_by)
     policy = check_judge_policy(settings.GATE_JUDGE_POLICY if judge_policy is None else judge_policy)
+    correction = check_gate_correction(settings.GATE_CORRECTION if correction is None else correction)
+    chosen, excluded = comparison_check(base=base, candidate=candidate, metrics=metrics, slice_by=slice_by)
     default_margin = settings.GATE_DEFAULT_MARGIN if margin is None else float(margin)
     per_metric = {m: float((margins or {}).get(m, default_margin)) for m in chosen}
     check_margins(margins=per_metric)
@@ -163,6 +177,7 @@ def compare_runs(
         iterations=iterations,
         seed=seed,
         confidence=confidence,
+        correction=correction,
     )
     decisions = list(gated.decisions)
     notes = list(gated.notes)
@@ -181,7 +196,7 @@ def compare_runs(
     per_metric = {m: per_metric[m] for m in chosen}
     paired = _Paired.of(base_frame, cand_frame, common)
     to_settle = {
-        (d.metric, d.slice): _to_settle(d, data_status[(d.metric, d.slice)], paired, confidence)
+        (d.metric, d.slice): _to_settle(d, data_status[(d.metric, d.slice)], paired, confidence, gated.family_size)
         for d in decisions
         if d.status == REVIEW
     }
@@ -191,6 +206,8 @@ def compare_runs(
         overall=overall_status([d.status for d in decisions]),
         n_paired=len(common),
         notes=tuple(notes),
+        family_size=gated.family_size,
+        correction=gated.correction,
     )
     with transaction.atomic():
         comparison = Comparison.objects.create(
@@ -208,6 +225,8 @@ def compare_runs(
             excluded_metrics=excluded,
             changed=changed,
             judge_policy=policy,
+            correction=report.correction,
+            family_size=report.family_size,
             judge_rates=[asdict(rate) for rate in corrected_pass_rates(base.judge_config, [base, candidate])]
             if validation
             else [],
@@ -229,6 +248,10 @@ def compare_runs(
                     cand_mean=_finite(d.cand_mean),
                     margin=d.margin,
                     n=d.n,
+                    p_value=_finite(d.p_value),
+                    p_adjusted=_finite(d.p_adjusted),
+                    interval_method=d.interval_method,
+                    test_method=d.test_method,
                     iterations=d.iterations,
                     seed=d.seed,
                     confidence=d.confidence,
@@ -315,7 +338,9 @@ def _slice_masks(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     return masks
 
 
-def _to_settle(decision: GateDecision, data_status: str, paired: _Paired, confidence: float) -> dict[str, Any]:
+def _to_settle(
+    decision: GateDecision, data_status: str, paired: _Paired, confidence: float, family_size: int = 1
+) -> dict[str, Any]:
     """What would settle a review decision: the planner's paired questions at the observed change and spread, in words.
 
     A decision sent to review by the judge policy (the data alone passed or blocked) is settled by
@@ -349,6 +374,7 @@ def _to_settle(decision: GateDecision, data_status: str, paired: _Paired, confid
         confidence=confidence,
         power=SETTLE_POWER,
         available=scored,
+        family_size=max(1, family_size) if decision.correction == "holm" else 1,
     )
     return {**asdict(plan), "sentence": plan.sentence(observed=True, scope=scope)}
 
@@ -384,6 +410,30 @@ class ReviewsToSettle:
         return f"in review because of the judge that scored them, whatever the data say: {named}. {JUDGE_REVIEW_ADVICE}"
 
 
+def _field(decision: Any, key: str) -> Any:
+    return decision.get(key) if isinstance(decision, Mapping) else getattr(decision, key, None)
+
+
+def headline_decision(decisions: Sequence[Any], overall: str) -> Any | None:
+    """The decision that says most about the overall status (records or :func:`comparison_as_dict` dicts).
+
+    Among those with the overall status: a drop the data alone blocked first (a review only because of
+    the judge), then a drop the correction for the family left unproven, then the rest; overall
+    before slices; in the order decided.
+    """
+
+    def rank(item: tuple[int, Any]) -> tuple[int, int, int]:
+        position, d = item
+        p_value, p_adjusted, confidence = (_field(d, k) for k in ("p_value", "p_adjusted", "confidence"))
+        alpha = (1.0 - (confidence if confidence is not None else 0.95)) / 2.0
+        corrected_away = p_value is not None and p_adjusted is not None and p_value <= alpha < p_adjusted
+        kind = 0 if _field(d, "data_status") == BLOCK else 1 if corrected_away else 2
+        return kind, 0 if _field(d, "slice") == "all" else 1, position
+
+    matching = [(i, d) for i, d in enumerate(decisions) if _field(d, "status") == overall]
+    return min(matching, key=rank)[1] if matching else None
+
+
 def reviews_to_settle(decisions: Sequence[Any]) -> ReviewsToSettle:
     """Sort review decisions (records or :func:`comparison_as_dict` dicts) by what settles them."""
 
@@ -399,6 +449,19 @@ def reviews_to_settle(decisions: Sequence[Any]) -> ReviewsToSettle:
         else:
             by_judge.setdefault(get(d, "metric"), []).append(get(d, "slice"))
     return ReviewsToSettle(by_data, by_judge)
+
+
+def family_sentence(*, correction: str, family_size: int, confidence: float) -> str:
+    """How a comparison's "block" was corrected for the number of its decisions, in words."""
+    alpha = f"{(1 - confidence) / 2:g}"
+    if not family_size:
+        return "no family-wise correction (the comparison was made before the gate had one)"
+    if correction == "holm":
+        return (
+            f"a block is corrected for {family_size} decisions (Holm's step-down, family-wise α = {alpha}); "
+            f"a pass needs every decision to pass"
+        )
+    return f"no family-wise correction: each of the {family_size} decisions blocks at α = {alpha} alone"
 
 
 def _finite(value: float) -> float | None:
@@ -421,6 +484,8 @@ def comparison_as_dict(comparison: Comparison) -> dict[str, Any]:
         "excluded_metrics": comparison.excluded_metrics,
         "notes": comparison.notes,
         "judge_policy": comparison.judge_policy,
+        "correction": comparison.correction,
+        "family_size": comparison.family_size,
         "judge_rates": comparison.judge_rates,
         "created_at": comparison.created_at.isoformat(),
         "changed": comparison.changed,
@@ -436,6 +501,11 @@ def comparison_as_dict(comparison: Comparison) -> dict[str, Any]:
                 "cand_mean": d.cand_mean,
                 "margin": d.margin,
                 "n": d.n,
+                "confidence": d.confidence,
+                "p_value": d.p_value,
+                "p_adjusted": d.p_adjusted,
+                "interval_method": d.interval_method,
+                "test_method": d.test_method,
                 "higher_is_better": d.higher_is_better,
                 "message": d.message,
                 "data_status": d.data_status,

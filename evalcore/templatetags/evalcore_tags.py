@@ -32,6 +32,14 @@ def pct(value: Any, digits: int = 0) -> str:
 
 
 @register.filter
+def pvalue(value: Any) -> str:
+    """A p-value as the tables print it: three decimals, or powers of ten below 0.001 (a dash when not tested)."""
+    if not _finite(value):
+        return "—"
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.0e}"
+
+
+@register.filter
 def get(mapping: Any, key: Any) -> Any:
     if isinstance(mapping, dict):
         return mapping.get(key)

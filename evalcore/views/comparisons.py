@@ -21,7 +21,7 @@ from ..selectors import (
     stored_changes,
     stored_items,
 )
-from ..services.comparisons import reviews_to_settle
+from ..services.comparisons import family_sentence, headline_decision, reviews_to_settle
 from .jobs import job_form_page
 from .paging import CountedPaginator
 
@@ -43,6 +43,7 @@ def compare(request: HttpRequest) -> HttpResponse:
                 margins=data["margins"],
                 lower_is_better=data["lower_is_better"],
                 judge_policy=data["judge_policy"] or None,
+                correction=data["correction"] or None,
             ),
             user=request.user,
         )
@@ -75,14 +76,16 @@ def comparison_detail(request: HttpRequest, comparison_id: int) -> HttpResponse:
         "comparison": comparison,
         "decisions": decisions,
         "headline": [d for d in decisions if d.slice == "all"],
-        "worst": next((d for d in decisions if d.status == comparison.overall and d.slice == "all"), None)
-        or next((d for d in decisions if d.status == comparison.overall), None),
+        "worst": headline_decision(decisions, comparison.overall),
         "metric": metric,
         "changed": changed_rows(comparison, metric) if metric else [],
         "changed_total": ((comparison.changed or {}).get(metric) or {}).get("count"),
         "judge": next((d.judge_validation for d in decisions if d.judge_validation), None),
         "judge_metrics": sorted({d.metric for d in decisions if d.judge_validation}),
         "to_settle": reviews_to_settle(decisions),
+        "family_sentence": family_sentence(
+            correction=comparison.correction, family_size=comparison.family_size, confidence=comparison.confidence
+        ),
     }
     total = context["changed_total"]
     context["changed_more"] = (

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
+
+from evalcore.engine.paired_proportions import tango_interval
 
 METRICS = (
     "hit@1",  # pass/fail
@@ -92,3 +96,27 @@ def continuous_differences(rng: np.random.Generator, shape: str, n: int) -> tupl
 
 
 CONTINUOUS_SHAPES = ("bounded", "mostly-unchanged", "claims", "normal")
+
+
+def exact_pass_rate(n, discordance, margin=0.02, confidence=0.95):
+    """The exact chance that the gate's pass rule (Tango's lower bound above -margin) passes a change of
+    exactly -margin, summed over every possible table."""
+    p_fall, p_rise = (discordance + margin) / 2, (discordance - margin) / 2
+    top = int(min(n, n * discordance + 12 * math.sqrt(n * discordance) + 20))
+    total = passed = 0.0
+    for b in range(top + 1):
+        for c in range(top + 1 - b):
+            log_p = (
+                math.lgamma(n + 1)
+                - math.lgamma(b + 1)
+                - math.lgamma(c + 1)
+                - math.lgamma(n - b - c + 1)
+                + b * math.log(p_fall)
+                + c * math.log(p_rise)
+                + (n - b - c) * math.log(1 - discordance)
+            )
+            p = math.exp(log_p)
+            total += p
+            if p > 1e-15 and tango_interval(b, c, n, confidence=confidence).low > -margin:
+                passed += p
+    return passed, total

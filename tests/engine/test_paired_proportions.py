@@ -12,6 +12,8 @@ from scipy import optimize, stats
 from evalcore.engine import gate
 from evalcore.engine.paired_proportions import tango_interval, tango_score
 
+from .gate_simulation import exact_pass_rate
+
 
 def reference_tango(b, c, n, confidence=0.95):
     """Tango's interval computed from its definition: the nuisance parameter by numerical maximum likelihood
@@ -81,30 +83,6 @@ def test_counts_that_do_not_fit_are_refused():
         tango_interval(6, 5, 10)
     with pytest.raises(ValueError, match="b must be a non-negative integer"):
         tango_interval(-1, 0, 10)
-
-
-def exact_pass_rate(n, discordance, margin=0.02, confidence=0.95):
-    """The exact chance that the gate's pass rule (Tango's lower bound above -margin) passes a change of
-    exactly -margin, summed over every possible table."""
-    p_fall, p_rise = (discordance + margin) / 2, (discordance - margin) / 2
-    top = int(min(n, n * discordance + 12 * math.sqrt(n * discordance) + 20))
-    total = passed = 0.0
-    for b in range(top + 1):
-        for c in range(top + 1 - b):
-            log_p = (
-                math.lgamma(n + 1)
-                - math.lgamma(b + 1)
-                - math.lgamma(c + 1)
-                - math.lgamma(n - b - c + 1)
-                + b * math.log(p_fall)
-                + c * math.log(p_rise)
-                + (n - b - c) * math.log(1 - discordance)
-            )
-            p = math.exp(log_p)
-            total += p
-            if p > 1e-15 and tango_interval(b, c, n, confidence=confidence).low > -margin:
-                passed += p
-    return passed, total
 
 
 @pytest.mark.parametrize("n", [100, 300, 1000])

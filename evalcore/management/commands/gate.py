@@ -6,10 +6,11 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from evalcore.engine import BLOCK, PASS, REVIEW
+from evalcore.engine.multiplicity import CORRECTIONS
 
 from ...jobs import GateParams, request_gate
 from ...models import Comparison
-from ...services.comparisons import comparison_as_dict, reviews_to_settle
+from ...services.comparisons import comparison_as_dict, family_sentence, headline_decision, reviews_to_settle
 from ...services.judge_fitness import JUDGE_POLICIES
 from ..cli import base_and_candidate, run_job_cli
 
@@ -62,6 +63,12 @@ class Command(BaseCommand):
             choices=JUDGE_POLICIES,
             help="what an unvalidated or unfit judge does to judge metrics (default: GATE_JUDGE_POLICY, review)",
         )
+        parser.add_argument(
+            "--correction",
+            choices=CORRECTIONS,
+            help="family-wise correction of 'block' over every metric and slice: holm (Holm's step-down) or none "
+            "(each decision alone); default: GATE_CORRECTION, holm",
+        )
         parser.add_argument("--json", action="store_true", help="print every decision and its interval as JSON")
 
     def handle(self, *args, **options):
@@ -75,6 +82,7 @@ class Command(BaseCommand):
             margins=dict(_margin_pair(m) for m in options["margin_for"]),
             lower_is_better=options["lower_is_better"],
             judge_policy=options["judge_policy"],
+            correction=options["correction"],
         )
         result = run_job_cli(request_gate, params=params, label="gate", stderr=self.stderr, quiet=options["json"])
         comparison = Comparison.objects.select_related("base__version__eval_set", "candidate").get(
@@ -95,26 +103,31 @@ def _fmt(value, signed=False):
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
+def _fmt_p(value) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.0e}"
+
+
 def render_table(data: dict) -> str:
     margins = sorted(set(data["margins"].values()))
     margin_text = ", ".join(f"{m:g}" for m in margins)
     lines = [
         f"{data['eval_set']} · baseline {data['base']['name']} vs candidate {data['candidate']['name']} · "
         f"{data['n_paired']} paired questions · margin {margin_text} · {data['iterations']:,} resamples, seed {data['seed']}",
+        family_sentence(correction=data["correction"], family_size=data["family_size"], confidence=data["confidence"]),
         "",
-        f"{'METRIC':<18} {'SLICE':<14} {'BASE':>7} {'CAND':>7} {'DIFF':>7}  {'95% CI':<18} {'N':>6}  STATUS",
+        f"{'METRIC':<18} {'SLICE':<14} {'BASE':>7} {'CAND':>7} {'DIFF':>7}  {'95% CI':<18} {'N':>6} {'P':>6} {'P ADJ':>6}  STATUS",
     ]
     for d in data["decisions"]:
         interval = f"[{_fmt(d['low'], True)}, {_fmt(d['high'], True)}]" if d["low"] is not None else "(too few pairs)"
         lines.append(
             f"{d['metric']:<18} {d['slice']:<14} {_fmt(d['base_mean']):>7} {_fmt(d['cand_mean']):>7} {_fmt(d['mean'], True):>7}  "
-            f"{interval:<18} {d['n']:>6}  {d['status'].upper()}"
+            f"{interval:<18} {d['n']:>6} {_fmt_p(d.get('p_value')):>6} {_fmt_p(d.get('p_adjusted')):>6}  {d['status'].upper()}"
         )
-    worst = [d for d in data["decisions"] if d["status"] == data["overall"] and d["slice"] == "all"] or [
-        d for d in data["decisions"] if d["status"] == data["overall"]
-    ]
+    worst = headline_decision(data["decisions"], data["overall"])
     reason = (
-        f"  ({worst[0]['message']}{'' if worst[0]['slice'] == 'all' else ' in slice ' + worst[0]['slice']})"
+        f"  ({worst['message']}{'' if worst['slice'] == 'all' else ' in slice ' + worst['slice']})"
         if worst and EXIT[data["overall"]]
         else ""
     )
