@@ -198,36 +198,51 @@ def _t_quantile(p: float, df: int) -> float:
     )
 
 
-def expanded_tail(n: int, *, confidence: float = 0.95) -> float:
+def excess_kurtosis(values: np.ndarray) -> float:
+    """The sample excess kurtosis ``m4 / m2² - 3`` of the differences (0 when they do not vary)."""
+    centred = values - values.mean()
+    m2 = float(np.mean(centred * centred))
+    if not m2 > 0:
+        return 0.0
+    return float(np.mean(centred**4)) / (m2 * m2) - 3.0
+
+
+def expanded_tail(n: int, *, confidence: float = 0.95, kurtosis: float = 0.0) -> float:
     """Return the tail probability at which the expanded percentile interval reads each bound.
 
     The percentile interval is too narrow in small samples (the bootstrap's spread is the plug-in
-    ``sd * sqrt((n - 1) / n)``, and it uses normal rather than t tails): at n = 30 it covers 92-93 %
+    ``sd * sqrt((n - 1) / n)``, and it uses normal rather than t tails): at n = 30 it covers 91-94 %
     for a 95 % interval. Hesterberg's expanded percentile interval reads the percentiles at
-    ``Φ(-sqrt(n / (n - 1)) t_{1-α/2, n-1})`` instead of ``α/2``, which restores 93-95 % at n = 30 on
-    every shape of difference measured here (normal, skewed, zero-inflated, bounded; see
-    ``docs/conventions.md``) and tends to the percentile interval as n grows.
+    ``Φ(-sqrt(n / (n - 1)) t_{1-α/2, ν})`` instead of ``α/2``. Hesterberg takes ``ν = n - 1``; here
+    ``ν`` is the effective degrees of freedom of the variance estimate given the differences'
+    excess kurtosis ``κ`` (``Var(s²) ≈ σ⁴ (2 / (n - 1) + κ / n)``, so ``ν = 2 / (2 / (n - 1) + κ / n)``,
+    ``κ`` floored at 0, ``ν`` rounded down): RAG metrics' differences are mostly zeros with a few
+    moves, a heavy-tailed shape whose spread a small sample understates. Measured coverage at
+    n = 30: 94.1-96.4 % on every shape tried (93.2-95.2 % with ``ν = n - 1``; see
+    ``docs/conventions.md``). It tends to the percentile interval as n grows.
 
     References
     ----------
     Hesterberg, T. C. (2015). What teachers should know about the bootstrap. The American
-    Statistician 69(4), 371-386, section 4.3.
+    Statistician 69(4), 371-386, section 4.3. The variance of the sample variance: Cramér (1946), 27.4.
 
     Examples
     --------
-    >>> round(expanded_tail(30), 4), round(expanded_tail(10_000), 4)
-    (0.0188, 0.025)
+    >>> round(expanded_tail(30), 4), round(expanded_tail(30, kurtosis=6.0), 4), round(expanded_tail(10_000), 4)
+    (0.0188, 0.0081, 0.025)
     """
     n = check_positive_int(n, "n")
     confidence = check_probability(confidence, "confidence")
     alpha = (1.0 - confidence) / 2.0
     if n < 2:
         return alpha
-    return NormalDist().cdf(-math.sqrt(n / (n - 1)) * _t_quantile(1.0 - alpha, n - 1))
+    kurtosis = max(0.0, float(kurtosis)) if math.isfinite(kurtosis) else 0.0
+    df = max(1, min(n - 1, math.floor(2.0 / (2.0 / (n - 1) + kurtosis / n) + 1e-9)))
+    return NormalDist().cdf(-math.sqrt(n / (n - 1)) * _t_quantile(1.0 - alpha, df))
 
 
 def interval_positions(
-    iterations: int, *, confidence: float = 0.95, n: int = 0, interval: str = "percentile"
+    iterations: int, *, confidence: float = 0.95, n: int = 0, interval: str = "percentile", kurtosis: float = 0.0
 ) -> tuple[int, int]:
     """Return the positions of the bounds among the sorted resampled means, for either way of reading them.
 
@@ -240,7 +255,7 @@ def interval_positions(
         return percentile_positions(iterations, confidence=confidence)
     if interval != "expanded":
         raise ValueError(f"interval must be one of {BOOTSTRAP_INTERVALS}, got {interval!r}")
-    tail = expanded_tail(n, confidence=confidence)
+    tail = expanded_tail(n, confidence=confidence, kurtosis=kurtosis)
     return percentile_positions(iterations, confidence=1.0 - 2.0 * tail)
 
 
@@ -582,7 +597,10 @@ def _finish(
 ) -> BootstrapResult:
     """Read the interval off the resampled means of a plan whose jobs have all run."""
     means = plan.means
-    low_pos, high_pos = interval_positions(iterations, confidence=confidence, n=int(diffs.size), interval=interval)
+    kurtosis = excess_kurtosis(diffs) if interval == "expanded" else 0.0
+    low_pos, high_pos = interval_positions(
+        iterations, confidence=confidence, n=int(diffs.size), interval=interval, kurtosis=kurtosis
+    )
     means.partition((low_pos, high_pos))
     return BootstrapResult(
         estimate=float(diffs.mean()),

@@ -92,10 +92,16 @@ def continuous_differences(rng: np.random.Generator, shape: str, n: int) -> tupl
     if shape == "normal":
         base = rng.random(n)
         return base, base + rng.normal(0, 0.2, n)
+    if shape == "zero-inflated":  # 60 % unchanged, the rest normal
+        base = rng.random(n)
+        return base, base + rng.normal(0, 0.3, n) * (rng.random(n) < 0.4)
+    if shape == "skewed":  # latency-like: exponential differences centred on 0
+        base = rng.random(n)
+        return base, base + rng.exponential(0.2, n) - 0.2
     raise ValueError(shape)
 
 
-CONTINUOUS_SHAPES = ("bounded", "mostly-unchanged", "claims", "normal")
+CONTINUOUS_SHAPES = ("bounded", "mostly-unchanged", "claims", "normal", "zero-inflated", "skewed")
 
 
 def exact_pass_rate(n, discordance, margin=0.02, confidence=0.95):
