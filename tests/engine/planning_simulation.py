@@ -10,7 +10,7 @@ the engine's own kernels, for every replication at once:
   and the judge report do;
 * kappa: the stratified bootstrap (weighted) or the pooled one (self-weighting);
 * the corrected pass rate: the bootstrap of :func:`~evalcore.engine.judge.corrected_pass_rate`;
-* a comparison: the gate's multinomial paired bootstrap and its pass / block rule.
+* a comparison: the real gate, once per distinct draw of the per-question differences.
 
 ``tests/engine/test_planning_simulation.py`` checks that these replicas agree with the real
 functions on single replications, then uses them to measure coverage and power.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalcore.engine import z_score
+from evalcore.engine import gate, z_score
 from evalcore.engine._design import SMOOTHING, effective_size, wilson_bounds
 from evalcore.engine.agreement import _kappa_from_tables
 from evalcore.engine.judge import rogan_gladen
@@ -223,15 +223,19 @@ def simulate_gates(
     iterations: int,
     seed: int,
     confidence: float = 0.95,
+    pass_fail: bool = False,
 ) -> dict[str, float]:
     """Gate ``replications`` comparisons of ``questions`` paired questions: the share that pass, block and go to review.
 
-    The per-question differences take few distinct values, so each comparison's paired bootstrap
-    draws how many times each value is resampled (the engine's exact multinomial resampler).
+    Each comparison draws how many questions take each per-question difference, and the real gate
+    decides it (Tango's interval and McNemar's exact test for pass/fail scores, the expanded
+    bootstrap and the sign-flip test otherwise), once per distinct draw.
     """
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(questions, probs, size=replications)
-    status = gate_counts(values, counts, margin=margin, iterations=iterations, rng=rng, confidence=confidence)
+    status = gate_counts(
+        values, counts, margin=margin, iterations=iterations, seed=seed, confidence=confidence, pass_fail=pass_fail
+    )
     return {
         "pass": float(np.mean(status == "pass")),
         "block": float(np.mean(status == "block")),
@@ -240,17 +244,36 @@ def simulate_gates(
     }
 
 
+def paired_scores(values: np.ndarray, counts: np.ndarray, *, pass_fail: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Baseline and candidate scores whose differences take ``values`` ``counts`` times each.
+
+    Pass/fail differences become pairs of 0/1 scores (a fall is 1 -> 0, a rise 0 -> 1, no change 1 -> 1),
+    as the gate sees them; graded ones a baseline of 0.5 plus the difference.
+    """
+    diffs = np.repeat(values, counts)
+    if pass_fail:
+        base = np.where(diffs > 0, 0.0, 1.0)
+        return base, base + diffs
+    return np.full(diffs.size, 0.5), 0.5 + diffs
+
+
 def gate_counts(
     values: np.ndarray,
     counts: np.ndarray,
     *,
     margin: float,
     iterations: int,
-    rng: np.random.Generator,
+    seed: int,
     confidence: float = 0.95,
+    pass_fail: bool = False,
 ) -> np.ndarray:
-    """The gate's status for comparisons given as counts of each per-question difference (one row each)."""
-    questions = int(counts[0].sum())
-    boot = rng.multinomial(questions, counts / questions, size=(iterations, len(counts))).transpose(1, 0, 2)
-    low, high = percentile_rows(boot @ values / questions, confidence)
-    return np.where(low >= -margin, "pass", np.where(high < 0, "block", "review"))
+    """The real gate's status for comparisons given as counts of each per-question difference (one row each)."""
+    decided: dict[tuple[int, ...], str] = {}
+    for row in counts:
+        key = tuple(int(c) for c in row)
+        if key not in decided:
+            base, cand = paired_scores(values, row, pass_fail=pass_fail)
+            decided[key] = gate(
+                "m", base, cand, margin=margin, iterations=iterations, seed=seed, confidence=confidence
+            ).status
+    return np.array([decided[tuple(int(c) for c in row)] for row in counts])

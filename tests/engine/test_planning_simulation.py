@@ -26,6 +26,7 @@ from .planning_simulation import (
     difference_distribution,
     gate_counts,
     moments,
+    paired_scores,
     pass_fail_distribution,
     simulate_campaigns,
     simulate_gates,
@@ -92,7 +93,14 @@ def check_comparison(scenario, *, replications: int, iterations: int, seed: int)
         mean, sd = moments(values, probs)
         plan = questions_needed(mean, margin=MARGIN, sd=sd)
     outcomes = simulate_gates(
-        values, probs, plan.questions, margin=MARGIN, replications=replications, iterations=iterations, seed=seed
+        values,
+        probs,
+        plan.questions,
+        margin=MARGIN,
+        replications=replications,
+        iterations=iterations,
+        seed=seed,
+        pass_fail=kind == "pass_fail",
     )
     power = outcomes[plan.outcome]
     assert abs(power - plan.power) <= 3 * math.sqrt(0.8 * 0.2 / replications) + 0.01, (
@@ -192,17 +200,16 @@ def test_the_simulated_pooled_kappa_matches_kappa_bootstrap():
 
 
 @pytest.mark.parametrize(("kind", "change", "spread"), [("pass_fail", -0.03, 0.15), ("graded", 0.0, 0.25)])
-def test_the_simulated_gate_decides_as_the_real_gate_does(kind, change, spread):
+def test_the_simulated_comparisons_are_the_pairs_the_gate_sees(kind, change, spread):
     values, probs = (
         pass_fail_distribution(change, spread) if kind == "pass_fail" else difference_distribution(change, spread)
     )
-    questions = 600
-    outcomes = simulate_gates(values, probs, questions, margin=MARGIN, replications=40, iterations=10_000, seed=9)
-    replica = gate_counts(values, outcomes["counts"], margin=MARGIN, iterations=10_000, rng=np.random.default_rng(1))
-    agree = 0
-    for counts, status in zip(outcomes["counts"], replica):
-        real = gate("m", np.zeros(questions), np.repeat(values, counts), margin=MARGIN, iterations=10_000)
-        agree += real.status == status or min(abs(real.low + MARGIN), abs(real.high)) < 0.002
-    assert agree == len(
-        replica
-    )  # the same rule on the same resampling distribution; only a bound within a hair may differ
+    counts = np.random.default_rng(3).multinomial(600, probs)
+    base, cand = paired_scores(values, counts, pass_fail=kind == "pass_fail")
+    assert np.allclose(np.sort(cand - base), np.sort(np.repeat(values, counts)))
+    decision = gate("m", base, cand, margin=MARGIN, iterations=1000)
+    assert decision.interval_method == ("tango" if kind == "pass_fail" else "expanded")
+    replica = gate_counts(
+        values, counts[None, :], margin=MARGIN, iterations=1000, seed=7, pass_fail=kind == "pass_fail"
+    )
+    assert replica.tolist() == [decision.status]
