@@ -104,3 +104,19 @@ def check_no_nan(array: np.ndarray, name: str) -> None:
             f"{name} contains {bad.size} missing or non-finite value(s), the first at position {first} "
             f"({array[first]}); drop the questions that were not scored in both runs before pairing"
         )
+
+
+def paired_arrays(base: Any, cand: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Return two runs' per-question scores as float arrays, after checking they pair (same length, not empty, no NaN)."""
+    base_arr = as_float_array(base, "base")
+    cand_arr = as_float_array(cand, "cand")
+    if base_arr.size != cand_arr.size:
+        raise ValueError(
+            f"base and cand must score the same questions in the same order: got {base_arr.size} and "
+            f"{cand_arr.size} scores; pair the rows by question id first"
+        )
+    if base_arr.size == 0:
+        raise ValueError("base and cand are empty: there are no paired questions to compare")
+    check_no_nan(base_arr, "base")
+    check_no_nan(cand_arr, "cand")
+    return base_arr, cand_arr

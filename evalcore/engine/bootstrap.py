@@ -57,7 +57,7 @@ from ._percentiles import (  # noqa: F401 (re-exported: the bootstrap's public r
     interval_positions,
     percentile_positions,
 )
-from ._validation import as_float_array, check_no_nan, check_positive_int, check_probability
+from ._validation import check_positive_int, check_probability, paired_arrays
 
 BootstrapMethod = Literal["auto", "multinomial", "resample"]
 
@@ -441,17 +441,7 @@ def _prepare(
         check_positive_int(threads, "threads")
     if method not in ("auto", "multinomial", "resample"):
         raise ValueError(f"method must be 'auto', 'multinomial' or 'resample', got {method!r}")
-    base_arr = as_float_array(base, "base")
-    cand_arr = as_float_array(cand, "cand")
-    if base_arr.size != cand_arr.size:
-        raise ValueError(
-            f"base and cand must score the same questions in the same order: got {base_arr.size} and "
-            f"{cand_arr.size} scores; pair the rows by question id first"
-        )
-    if base_arr.size == 0:
-        raise ValueError("base and cand are empty: there are no paired questions to compare")
-    check_no_nan(base_arr, "base")
-    check_no_nan(cand_arr, "cand")
+    base_arr, cand_arr = paired_arrays(base, cand)
     diffs = cand_arr - base_arr
     return diffs, _plan_means(diffs, iterations=iterations, seed=int(seed), method=method), iterations, confidence
 

@@ -38,7 +38,7 @@ from ._gate_cells import (
     sign_flips_for,
 )
 from ._gate_frames import cells_of, check_frames, metrics_of, slices_of
-from ._validation import as_float_array, check_no_nan, check_positive_int, check_probability
+from ._validation import check_positive_int, check_probability, paired_arrays
 from .bootstrap import BootstrapMethod
 from .multiplicity import Correction, adjust, check_correction
 
@@ -384,16 +384,7 @@ def gate(
     'recall@5: +0.250 [+0.190, +0.315]'
     """
     margin = _check_metric(metric, margin)
-    base_arr, cand_arr = as_float_array(base, "base"), as_float_array(cand, "cand")
-    if base_arr.size != cand_arr.size:
-        raise ValueError(
-            f"base and cand must score the same questions in the same order: got {base_arr.size} and "
-            f"{cand_arr.size} scores; pair the rows by question id first"
-        )
-    if base_arr.size == 0:
-        raise ValueError("base and cand are empty: there are no paired questions to compare")
-    check_no_nan(base_arr, "base")
-    check_no_nan(cand_arr, "cand")
+    base_arr, cand_arr = paired_arrays(base, cand)
     cell = Cell(metric, slice, base_arr, cand_arr, margin, bool(higher_is_better), is_pass_fail(base_arr, cand_arr))
     (decision,) = _decide_family(
         [cell],
