@@ -49,11 +49,13 @@ def detect_format(
     name = display or path.name
     if declared and declared not in FORMATS:
         raise _refused(name, f"unknown format {declared!r}; use one of {', '.join(FORMATS)}")
+    given = declared
     if declared == "json":
         declared = "jsonl"
     if declared in TREC_FORMATS:
         return declared
     base = _format_from_name(path) or _format_from_text(path)
+    _check_container(path, name, declared)
     if base is None and declared:
         return declared  # named: its reader reports what it cannot read, line by line
     if base is None:
@@ -72,11 +74,36 @@ def detect_format(
         command = DOOR_COMMANDS[info.doors[0]]
         raise _refused(
             name,
-            f"this looks like a {info.name} export, which holds {info.holds}; import it with {command} --format {tool}",
+            f"this looks like {info.called}, which holds {info.holds}; import it with {command} --format {tool}",
         )
     if declared:
-        raise _refused(name, f"this looks like a {info.name} export, not {declared}; use --format {tool}")
+        raise _refused(
+            name, f"this looks like {info.called}, not {_CALLED.get(given or '', given)}; use --format {tool}"
+        )
     return tool
+
+
+#: The containers in words, as a refusal names the one asked for.
+_CALLED = {"jsonl": "JSON Lines", "json": "JSON", "csv": "CSV", "parquet": "Parquet"}
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _check_container(path: Path, name: str, declared: str | None) -> None:
+    """Refuse a file named as Parquet that is not one, or a Parquet file named as text (JSON, CSV)."""
+    if declared not in ("parquet", "jsonl", "csv"):
+        return
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4)
+    except OSError:
+        return
+    if declared == "parquet" and head != _PARQUET_MAGIC:
+        kind = _format_from_text(path)
+        seen = {"jsonl": "JSON text", "trec-run": "a TREC run", "trec-qrels": "TREC qrels"}.get(kind or "", "text")
+        raise _refused(name, f"is not a Parquet file (it holds {seen}, and Parquet files start with 'PAR1'); "
+                       "drop --format parquet, or name the format it is in")  # fmt: skip
+    if declared != "parquet" and head == _PARQUET_MAGIC:
+        raise _refused(name, f"is a Parquet file, not {_CALLED[declared]}; use --format parquet")
 
 
 def _refused(name: str, message: str) -> ImportFailed:

@@ -169,6 +169,7 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
             scores[str(key)[7:]] = as_number(value, str(key))
     return {
         "qid": qid,
+        "chunks_are_k": fmt in CHUNKS_ARE_K,
         "retrieved": retrieved,
         "context_ids": context_ids,
         "context": context,
@@ -179,6 +180,26 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
         "scores": scores,
         "metadata": metadata,
     }
+
+
+def reached(row: dict[str, Any]) -> int:
+    """How many chunks reached the model in a row: its context ids, else (a tool that keeps no ids, as DeepEval's
+    ``retrievalContext``) its context chunks."""
+    if row["context_ids"] is not None:
+        return len(row["context_ids"])
+    return len(row["context_chunks"] or []) if row.get("chunks_are_k") else 0
+
+
+#: Formats whose rows list the chunks that reached the model without ids: k is their count.
+CHUNKS_ARE_K = {"deepeval": "retrievalContext"}
+
+
+def k_inferred_note(fmt: str, k: int) -> str:
+    """Where an inferred k came from, for the import's message."""
+    field = CHUNKS_ARE_K.get(fmt)
+    if field is None:
+        return " (the most context_ids in a row)"
+    return f" (from {field}: the most chunks a row gave the model)"
 
 
 def _looks_numeric(value: str) -> bool:

@@ -36,7 +36,7 @@ from .judge_configs import judge_config_get_or_create, normalize_judge_config
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import Record, count_records, detect_format, read_records
-from .run_rows import normalize_row
+from .run_rows import k_inferred_note, normalize_row, reached
 from .score_tables import score_table_write
 from .scoring import QuestionInfo, score_rows
 from .summaries import order_metrics, slice_name, summarize_scores
@@ -320,6 +320,7 @@ def run_import(
     # problem rolls all of it back once the rest of the file was checked too. Without k, a first pass finds the
     # widest context (k) before anything is scored.
     single_pass = k is not None
+    k_note = ""
     count = 0
     widest = 0
     rows_seen = (
@@ -329,8 +330,7 @@ def run_import(
     )
     for _, row in rows_seen:
         count += 1
-        if row["context_ids"] is not None:
-            widest = max(widest, len(row["context_ids"]))
+        widest = max(widest, reached(row))
         if count % 1000 == 0:
             progress(count, total and 2 * total, "validating")
     problems.raise_if_any()
@@ -349,6 +349,7 @@ def run_import(
                 ]
             )
         k = widest
+        k_note = k_inferred_note(fmt, k)
     run_k: int = k
 
     def create() -> Run:
@@ -421,7 +422,8 @@ def run_import(
     return RunImportResult(
         run,
         True,
-        f"Created run {name!r} on {version.label}: {coverage}, {at}{f', {gain} gain' if trec else ''}.{gold_note(run.summary)}"
+        f"Created run {name!r} on {version.label}: {coverage}, {at}{k_note}{f', {gain} gain' if trec else ''}."
+        f"{gold_note(run.summary)}"
         f"{skip_note}{gain_note}",
     )
 

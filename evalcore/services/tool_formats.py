@@ -28,6 +28,12 @@ class Tool:
     #: the doors that take it: "questions" (import_evalset), "run" (import_run), "labels" (import_labels)
     doors: tuple[str, ...]
 
+    @property
+    def called(self) -> str:
+        """The export in words, with its article: "a Ragas result table export", "an Argilla records export"."""
+        article = "an" if self.name[:1].lower() in "aeiou" else "a"
+        return f"{article} {self.name} export"
+
 
 TOOLS: dict[str, Tool] = {
     tool.format: tool
@@ -37,7 +43,7 @@ TOOLS: dict[str, Tool] = {
         Tool("langfuse", "Langfuse dataset items", "questions", ("questions",)),
         Tool("langfuse-scores", "Langfuse scores", "judge scores and labels", ("run", "labels")),
         Tool("langsmith", "LangSmith examples", "questions", ("questions",)),
-        Tool("label-studio", "Label Studio export", "labels", ("labels",)),
+        Tool("label-studio", "Label Studio", "labels", ("labels",)),
         Tool("argilla", "Argilla records", "labels", ("labels",)),
     )
 }

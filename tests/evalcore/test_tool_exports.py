@@ -82,7 +82,7 @@ def test_a_ragas_table_read_as_plain_rows_is_refused_with_the_format_to_use():
     refused(
         lambda: run_import(path=RAGAS / "run1_with_id.csv", evalset="ragas-set", name="r1", fmt="csv"),
         file="run1_with_id.csv",
-        says="this looks like a Ragas result table export, not csv; use --format ragas",
+        says="this looks like a Ragas result table export, not CSV; use --format ragas",
     )
 
 
@@ -202,7 +202,7 @@ def test_langsmith_examples_become_questions():
         (
             "label_studio/export.json",
             "run",
-            "a Label Studio export export, which holds labels; import it with import_labels",
+            "a Label Studio export, which holds labels; import it with import_labels",
         ),
         ("langfuse/dataset_items.jsonl", "run", "import it with import_evalset --format langfuse"),
         ("argilla/records_flat.json", "questions", "import it with import_labels --format argilla"),
@@ -265,3 +265,26 @@ def test_a_json_array_that_is_not_utf8_is_refused_with_its_line(tmp_path):
     refused(
         lambda: evalset_import(path=array, name="a"), file="questions.json", line=3, says="not UTF-8 text (byte 0xe9"
     )
+
+
+def test_a_deepeval_test_run_imports_without_k_taking_k_from_its_retrieval_context():
+    evalset_import(path=DEEPEVAL / "goldens.json", name="de")
+    result = run_import(path=DEEPEVAL / "test_run_20261130_120000.json", evalset="de", name="de-run")
+    assert result.run.k == 3  # the second test case gave the model three chunks
+    assert "k=3 (from retrievalContext: the most chunks a row gave the model)" in result.message
+
+
+@pytest.mark.parametrize(
+    ("file", "fmt", "says"),
+    [
+        ("ragas/run1.jsonl", "json", "this looks like a Ragas result table export, not JSON; use --format ragas"),
+        ("ragas/run1.jsonl", "jsonl", "not JSON Lines; use --format ragas"),
+        ("ragas/run1.jsonl", "parquet", "run1.jsonl: is not a Parquet file (it holds JSON text"),
+        ("ragas/run1.parquet", "csv", "run1.parquet: is a Parquet file, not CSV; use --format parquet"),
+        ("argilla/records_flat.json", "csv", "this looks like an Argilla records export, not CSV"),
+    ],
+)
+def test_a_format_named_against_the_content_is_refused_in_words(file, fmt, says):
+    with pytest.raises(ImportFailed) as refusal:
+        detect_format(FIXTURES / file, fmt, door="run" if "ragas" in file else "labels")
+    assert says in str(refusal.value)

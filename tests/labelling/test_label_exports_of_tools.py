@@ -187,3 +187,10 @@ def test_annotators_cannot_import_labels_through_the_api(campaign, annotator_cli
         {"file": SimpleUploadedFile("records.json", (ARGILLA / "records_flat.json").read_bytes())},
     )
     assert response.status_code == 403 and not Label.objects.exists()
+
+
+def test_a_label_studio_csv_without_its_label_field_says_so_once_not_once_a_line(campaign):
+    with pytest.raises(ImportFailed) as refusal:
+        labels_import(campaign=campaign, path=LS / "export.csv")
+    assert len(refusal.value.problems) == 1
+    assert "--label-field" in refusal.value.problems[0].message

@@ -31,6 +31,10 @@ TEXT_FIELDS = ("question", "user_input", "input", "query", "text")
 _LS_META = {"id", "annotator", "annotation_id", "created_at", "updated_at", "lead_time", "agreement", "rationale"}
 
 
+class WholeFileError(FieldError):
+    """A problem of the export as a whole (a missing option), not of one line: reported once."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class LabelSource:
     """How a tool's export is read: the label field (a Label Studio control tag, an Argilla question, a
@@ -73,6 +77,9 @@ def label_records(
     for record in records:
         try:
             lines = list(read(record.data, source, skipped))
+        except WholeFileError as error:  # every line would say the same: said once, on the first
+            problems.add(record.line, error.field, error.message)
+            return
         except FieldError as error:
             problems.add(record.line, error.field, error.message)
             continue
@@ -207,9 +214,11 @@ def _label_studio_min(data: dict[str, Any], source: LabelSource, skipped: Counte
     field_name = source.label_field or ("label" if "label" in data else None)
     if field_name is None:
         candidates = sorted(k for k in data if k not in _LS_META and k not in ID_FIELDS + TEXT_FIELDS)
-        raise FieldError("label", f"no 'label' column; name the control tag's column with --label-field ({candidates})")
+        raise WholeFileError(
+            "label", f"no 'label' column; name the control tag's column with --label-field ({candidates})"
+        )
     if field_name not in data:
-        raise FieldError(field_name, "is not a column of the export")
+        raise WholeFileError(field_name, "is not a column of the export")
     label = _one_choice(data.get(field_name), field_name)
     if label is None:
         skipped["no label"] += 1
