@@ -32,7 +32,7 @@ from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import count_records, detect_format
 from .run_rows import ragas_run_columns
-from .tool_formats import TOOLS, text_id, tool_question
+from .tool_formats import TOOLS, text_id, tool_question, tool_records
 from .trec import read_import, read_topics
 
 QUESTION_FIELDS = {"id", "question", "type", "tags", "answerable", "reference_answer", "gold"}
@@ -114,7 +114,7 @@ def normalize_question(data: dict[str, Any], *, fmt: str, topics: dict[str, str]
         )
     else:
         qid = as_id(data.get("id"), "id")
-        if fmt == "trec-qrels":
+        if fmt in ("trec-qrels", "beir-qrels"):
             text = (topics or {}).get(qid) or f"TREC topic {qid}"
         else:
             text = as_text(data.get("question"), "question", required=True)
@@ -181,8 +181,9 @@ def question_as_dict(question: Question) -> dict[str, Any]:
 def _validated(
     path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector
 ) -> Iterator[tuple[int, dict[str, Any]]]:
+    records = read_import(path, fmt, name, trec="trec-qrels", holding="questions", problems=problems)
     return validated(
-        read_import(path, fmt, name, trec="trec-qrels", holding="questions", problems=problems),
+        tool_records(fmt, records, problems, door="questions"),
         lambda data: normalize_question(data, fmt=fmt, topics=topics),
         problems,
         key=lambda question: question["qid"],

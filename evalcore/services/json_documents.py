@@ -20,8 +20,9 @@ from .fields import FieldError, check_depth
 from .limits import limits
 from .problems import ProblemCollector
 
-#: Keys under which a tool's JSON object keeps its records (DeepEval's test run: ``testCases``).
-WRAPPERS = ("testCases", "test_cases", "goldens", "items", "examples", "records")
+#: Keys under which a tool's JSON object keeps its records (DeepEval's test run: ``testCases``; an Inspect AI
+#: log: ``samples``; promptfoo's ``--output`` JSON: ``results``, an object whose own ``results`` are the records).
+WRAPPERS = ("testCases", "test_cases", "goldens", "items", "examples", "records", "samples", "results")
 
 _WS = re.compile(r"\s*")
 
@@ -49,10 +50,18 @@ def is_json_document(path: Path) -> bool:
 
 def wrapper_key(value: dict[str, Any]) -> str | None:
     """The key under which an object keeps its records (a list of objects), if it is a wrapper."""
-    return next(
-        (key for key in WRAPPERS if isinstance(value.get(key), list) and all(isinstance(v, dict) for v in value[key])),
-        None,
-    )
+    return next((key for key in WRAPPERS if _records_under(value, key) is not None), None)
+
+
+def _records_under(value: dict[str, Any], key: str) -> list[Any] | None:
+    """The records an object keeps under ``key``: a list of objects, or an object keeping them under the same key
+    (promptfoo's ``{"results": {"results": [...]}}``)."""
+    inner = value.get(key)
+    if isinstance(inner, dict) and key in inner and not isinstance(inner[key], dict):
+        inner = inner[key]
+    if isinstance(inner, list) and all(isinstance(v, dict) for v in inner):
+        return inner
+    return None
 
 
 def first_record(head: str) -> dict[str, Any] | None:
@@ -89,14 +98,15 @@ def read_json_document(text: str, problems: ProblemCollector) -> Iterator[tuple[
     if key is None:
         yield 1 + text.count("\n", 0, start), value
         return
+    records = _records_under(value, key) or []
     found = re.search(r'"' + re.escape(key) + r'"\s*:\s*\[', text)
     if found is not None:
         items = list(_array_items(text, found.end() - 1, ProblemCollector(problems.file)))
-        if len(items) == len(value[key]):
+        if len(items) == len(records):
             yield from items
             return
     line = 1 + text.count("\n", 0, found.start()) if found else 1
-    for item in value[key]:
+    for item in records:
         yield line, item
 
 

@@ -13,7 +13,6 @@ import csv
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +20,16 @@ from .fields import FieldError, check_depth, parse_json_object
 from .json_documents import first_record, is_json_document, read_json_document
 from .limits import limits
 from .problems import ImportFailed, ImportProblem, ProblemCollector
+from .records import Record
 from .tool_formats import DOOR_COMMANDS, TOOLS, identify
+from .tools import huggingface, inspect_logs, ir_collections
 
 #: Containers: what the file is made of. A tool's export is read from its container, then adapted.
 CONTAINERS = ("jsonl", "json", "csv", "parquet")
-TREC_FORMATS = ("trec-qrels", "trec-run")
+TREC_FORMATS = ("trec-qrels", "trec-run", "msmarco-run")
 FORMATS = (*CONTAINERS, *TOOLS, *TREC_FORMATS)
 BATCH = 2000
 _RUN_SUFFIXES = (".res", ".run", ".trec")
-
-
-@dataclass(frozen=True)
-class Record:
-    line: int
-    data: dict[str, Any]
 
 
 def detect_format(
@@ -67,6 +62,10 @@ def detect_format(
     if base in TREC_FORMATS or door is None:
         return declared or base
     tool = identify(first_keys(path))
+    if tool is None and base == "parquet" and huggingface.has_dataset_schema(path):
+        tool = "huggingface"
+    if base in ("inspect", "huggingface") and tool in (None, base):
+        return base if declared in (None, base) else _container_named(name, base, declared)
     if tool is None or declared == tool:
         return declared or base
     info = TOOLS[tool]
@@ -106,6 +105,11 @@ def _check_container(path: Path, name: str, declared: str | None) -> None:
         raise _refused(name, f"is a Parquet file, not {_CALLED[declared]}; use --format parquet")
 
 
+def _container_named(name: str, base: str, declared: str | None) -> str:
+    """An Inspect log or an Arrow file named as another format: refused, with the format it is."""
+    raise _refused(name, f"this is {TOOLS[base].called}, not {_CALLED.get(declared or '', declared)}; use --format {base}")
+
+
 def _refused(name: str, message: str) -> ImportFailed:
     return ImportFailed([ImportProblem(name, None, None, message)])
 
@@ -114,10 +118,16 @@ def _format_from_name(path: Path) -> str | None:
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson", ".json"):
         return "jsonl"
-    if suffix in (".csv", ".tsv"):
+    if suffix == ".tsv":
+        return _tsv_format(path)
+    if suffix == ".csv":
         return "csv"
     if suffix in (".parquet", ".pq"):
         return "parquet"
+    if suffix == ".eval":
+        return "inspect"
+    if suffix == ".arrow":
+        return "huggingface"
     if suffix == ".qrels" or path.name.startswith("qrels"):
         return "trec-qrels"
     if suffix in _RUN_SUFFIXES:
@@ -125,14 +135,30 @@ def _format_from_name(path: Path) -> str | None:
     return None
 
 
-def _format_from_text(path: Path) -> str | None:
-    """JSON, a TREC run (``qid Q0 docno rank score runid``) or qrels (``qid 0 docno grade``) from the first line."""
+def _tsv_format(path: Path) -> str:
+    """A TSV: MS MARCO's headerless qrels, runs and queries by their first line; else a table with a header."""
+    first = _first_line(path)
+    kind = ir_collections.tsv_kind(first)
+    if kind == "topics":
+        raise _refused(
+            path.name,
+            "holds queries (qid<TAB>text lines): give them with --topics beside the qrels, as MS MARCO's queries file",
+        )
+    return kind or "csv"
+
+
+def _first_line(path: Path) -> str:
     try:
         with path.open("rb") as handle:
             first = next((line for line in iter(lambda: handle.readline(1 << 16), b"") if line.strip()), b"")
     except OSError:
-        return None
-    text = first.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+        return ""
+    return first.decode("utf-8", errors="replace").lstrip("\ufeff")
+
+
+def _format_from_text(path: Path) -> str | None:
+    """JSON, a TREC run (``qid Q0 docno rank score runid``) or qrels (``qid 0 docno grade``) from the first line."""
+    text = _first_line(path).strip()
     if text[:1] in ("{", "["):
         return "jsonl"
     parts = text.split()
@@ -153,6 +179,10 @@ def first_keys(path: Path) -> list[str]:
     container = container_of(path)
     quiet = ProblemCollector(path.name)
     try:
+        if container == "inspect":
+            return inspect_logs.first_sample_keys(path)
+        if container == "arrow":
+            return huggingface.first_arrow_keys(path)
         if container == "parquet":
             import pyarrow.parquet as pq
 
@@ -180,6 +210,10 @@ def container_of(path: Path) -> str:
         return "csv"
     if suffix in (".parquet", ".pq"):
         return "parquet"
+    if suffix == ".eval":
+        return "inspect"
+    if suffix == ".arrow":
+        return "arrow"
     return "jsonl"
 
 
@@ -191,7 +225,8 @@ def count_records(path: Path, fmt: str) -> int | None:
     """Return how many records the file holds (for progress), cheaply, or None if unknown."""
     container = container_of(path) if fmt in TOOLS else ("jsonl" if fmt == "json" else fmt)
     try:
-        if container == "parquet":
+        if container in ("inspect", "arrow"):
+            return None
             import pyarrow.parquet as pq
 
             return pq.ParquetFile(path).metadata.num_rows
@@ -221,6 +256,10 @@ def read_records(path: Path, fmt: str, display_name: str, *, problems: ProblemCo
         records = _read_csv(path, display_name, problems)
     elif container == "parquet":
         records = _read_parquet(path, display_name, problems)
+    elif container == "inspect":
+        records = inspect_logs.read_eval_file(path, display_name, problems)
+    elif container == "arrow":
+        records = huggingface.read_arrow(path, display_name, problems)
     else:
         raise ValueError(f"read_records does not read {fmt}; use the TREC readers")
     yield from _within_row_limit(records, problems)

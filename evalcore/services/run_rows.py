@@ -22,7 +22,8 @@ from .fields import (
     is_blank,
 )
 from .limits import limits
-from .tool_formats import deepeval_row
+from .tool_formats import ROW_ADAPTERS, TEXT_FIELD
+from .tools.phoenix import refusal as phoenix_refusal
 
 ROW_FIELDS = {"id", "retrieved", "context_ids", "context", "answer", "declined", "claims", "scores"}
 RAGAS_FIELDS = {
@@ -142,11 +143,13 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
         raise FieldError(
             field, "is missing: a Langfuse score names its question in metadata.question_id, and has a name"
         )
-    if fmt == "deepeval":
-        data = deepeval_row(data)
+    if "_phoenix_error" in data:
+        raise phoenix_refusal(data["_phoenix_error"])
+    if fmt in ROW_ADAPTERS or fmt == "phoenix":
+        data = ROW_ADAPTERS[fmt](data) if fmt in ROW_ADAPTERS else dict(data)
         if is_blank(data.get("id")):
-            data["id"] = _question_id(data, "input", data["_text"], text_index)
-        data.pop("_text")
+            data["id"] = _question_id(data, TEXT_FIELD.get(fmt, "input"), data.get("_text"), text_index)
+        data.pop("_text", None)
     qid = as_id(data.get("id"), "id")
     retrieved = as_str_list(data.get("retrieved"), "retrieved")
     context_ids = (
@@ -191,7 +194,12 @@ def reached(row: dict[str, Any]) -> int:
 
 
 #: Formats whose rows list the chunks that reached the model without ids: k is their count.
-CHUNKS_ARE_K = {"deepeval": "retrievalContext"}
+CHUNKS_ARE_K = {
+    "deepeval": "retrievalContext",
+    "promptfoo": "the context variable",
+    "inspect": "the sample's contexts",
+    "opik": "the task output's context",
+}
 
 
 def k_inferred_note(fmt: str, k: int) -> str:

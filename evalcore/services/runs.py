@@ -40,7 +40,7 @@ from .run_rows import k_inferred_note, normalize_row, reached
 from .score_tables import score_table_write
 from .scoring import QuestionInfo, score_rows
 from .summaries import order_metrics, slice_name, summarize_scores
-from .tool_formats import langfuse_score_rows
+from .tool_formats import tool_records
 from .trec import TIE_ORDERS, read_import
 
 BATCH = 2000
@@ -58,6 +58,8 @@ ROW_FIELDS = (
     "metadata",
 )
 GAINS = ("exponential", "linear")
+#: Runs read as trec_eval reads them (a ranked list a topic, linear gain by default, cut-offs).
+RANKED_RUNS = ("trec-run", "msmarco-run")
 
 
 @dataclass(frozen=True)
@@ -174,9 +176,8 @@ def _validated_rows(
     records = read_import(
         path, fmt, display, trec="trec-run", holding="a run's rows", problems=problems, ties=trec.ties
     )
-    if fmt == "langfuse-scores":
-        records = (Record(line, data) for line, data in langfuse_score_rows(records))
-    if fmt == "trec-run" and trec.skip_missing:
+    records = tool_records(fmt, records, problems, door="run")
+    if fmt in RANKED_RUNS and trec.skip_missing:
         records = _known_topics(records, index, skipped if skipped is not None else [])
     return validated(
         records,
@@ -235,7 +236,7 @@ def run_import(
     display = display_name or path.name
     fmt = detect_format(path, fmt, door="run", display=display)
     about_file(display, lambda: check_name(name, what="run"))
-    trec = fmt == "trec-run"
+    trec = fmt in RANKED_RUNS
     gain_note = ""
     if gain is None:
         gain = "linear" if trec else "exponential"
@@ -313,7 +314,7 @@ def run_import(
         raise name_taken()
 
     index = QuestionIndex.load(version)
-    total = count_records(path, fmt) if fmt != "trec-run" else None
+    total = count_records(path, fmt) if not trec else None
     problems = ProblemCollector(display)
     skipped: list[str] = []
     # Given k, the file is read once: rows are checked as they are written, in the run's transaction, and any

@@ -12,12 +12,19 @@ applies unchanged. Question text may stand in for an id: ``_text`` carries it fo
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .fields import FieldError, as_list, as_number, as_text, is_blank, json_safe, object_in_text
+from .fields import FieldError, as_list, as_number, as_text, is_blank, json_safe
+from .problems import ProblemCollector
+from .records import Record
+from .tools import huggingface, inspect_logs, ir_collections, mlflow, opik, phoenix, promptfoo
+from .tools.common import ANSWER_KEYS as _ANSWER_KEYS
+from .tools.common import TEXT_KEYS as _TEXT_KEYS
+from .tools.common import first as _first
+from .tools.common import text_id as text_id
+from .tools.common import text_of as _text_of
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,18 @@ TOOLS: dict[str, Tool] = {
         Tool("langsmith", "LangSmith examples", "questions", ("questions",)),
         Tool("label-studio", "Label Studio", "labels", ("labels",)),
         Tool("argilla", "Argilla records", "labels", ("labels",)),
+        Tool("promptfoo", "promptfoo results", "questions and a run's rows", ("questions", "run")),
+        Tool("inspect", "Inspect AI log", "questions and a run's rows", ("questions", "run")),
+        Tool("mlflow", "MLflow evaluation results", "questions and a run's rows", ("questions", "run")),
+        Tool("mlflow-data", "MLflow evaluation data", "questions", ("questions",)),
+        Tool("phoenix", "Phoenix span annotations", "judge scores and labels", ("run", "labels")),
+        Tool("phoenix-dataset", "Phoenix dataset", "questions", ("questions",)),
+        Tool("opik", "Opik experiment items or dataset items", "questions and a run's rows", ("questions", "run")),
+        Tool("huggingface", "Hugging Face dataset", "questions", ("questions", "run")),
+        Tool("beir", "BEIR queries", "questions", ("questions",)),
+        Tool("beir-corpus", "BEIR corpus", "documents, not questions", ()),
+        Tool("beir-qrels", "BEIR qrels", "gold judgments", ("questions",)),
+        Tool("msmarco-run", "MS MARCO run", "a run's rows", ("run",)),
     )
 }
 
@@ -54,6 +73,26 @@ DOOR_COMMANDS = {"questions": "import_evalset", "run": "import_run", "labels": "
 def identify(keys: Iterable[str]) -> str | None:
     """The tool whose export has these field names, or None for our own formats (or an unknown one)."""
     names = {str(key) for key in keys}
+    return _identify_evaluators(names) or _identify_others(names)
+
+
+def _identify_evaluators(names: set[str]) -> str | None:
+    """The evaluation tools of :mod:`.tools` (promptfoo, Inspect, MLflow, Phoenix, Opik, BEIR)."""
+    checks = (
+        (promptfoo.is_promptfoo, "promptfoo"),
+        (inspect_logs.is_sample, "inspect"),
+        (mlflow.is_result_table, "mlflow"),
+        (mlflow.is_evaluation_data, "mlflow-data"),
+        (phoenix.is_annotations, "phoenix"),
+        (opik.is_experiment_item, "opik"),
+        (ir_collections.is_beir_qrels, "beir-qrels"),
+        (ir_collections.is_beir_corpus, "beir-corpus"),
+        (ir_collections.is_beir_queries, "beir"),
+    )
+    return next((tool for check, tool in checks if check(names)), None)
+
+
+def _identify_others(names: set[str]) -> str | None:
     if "user_input" in names and names & {"response", "retrieved_contexts", "reference"}:
         return "ragas"
     if {"dataType", "source", "name", "value"} <= names or {"traceId", "name", "value", "source"} <= names:
@@ -70,38 +109,9 @@ def identify(keys: Iterable[str]) -> str | None:
         return "label-studio"
     if ("responses" in names and names & {"fields", "status"}) or any(n.endswith(".responses.users") for n in names):
         return "argilla"
+    if phoenix.is_dataset(names):
+        return "phoenix-dataset"
     return None
-
-
-def text_id(text: str) -> str:
-    """The id a question without one gets from its text (the same text, the same id, on every import)."""
-    return "q-" + hashlib.sha1(text.encode()).hexdigest()[:12]
-
-
-#: Keys a question's text is read from when a tool keeps it in an object (Langfuse ``input``, LangSmith ``inputs``).
-_TEXT_KEYS = ("question", "query", "input", "user_input", "prompt", "text")
-_ANSWER_KEYS = ("answer", "output", "reference", "expected_output", "response", "text")
-
-
-def _text_of(value: Any, field: str, keys: tuple[str, ...], *, required: bool = False) -> str:
-    """Text from a string, or from an object holding it under one of ``keys`` (or its only text value)."""
-    value = object_in_text(value)
-    if isinstance(value, dict):
-        for key in keys:
-            if isinstance(value.get(key), str):
-                return as_text(value[key], f"{field}.{key}", required=required)
-        texts = [k for k, v in value.items() if isinstance(v, str)]
-        if len(texts) == 1:
-            return as_text(value[texts[0]], f"{field}.{texts[0]}", required=required)
-        raise FieldError(
-            field,
-            f"is an object with keys {sorted(value)[:8]}; name the text under one of {', '.join(keys)}",
-        )
-    return as_text(value, field, required=required)
-
-
-def _first(data: dict[str, Any], *names: str) -> Any:
-    return next((data[name] for name in names if not is_blank(data.get(name))), None)
 
 
 def _contexts(value: Any, field: str, *, delimiter: str | None = None) -> list[str]:
@@ -120,8 +130,54 @@ def _metadata_id(metadata: Any) -> Any:
 # ----------------------------------------------------------------------------------------------
 
 
+#: The question adapters of the evaluation tools (a record of the tool's in, a plain question record out).
+QUESTION_ADAPTERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "promptfoo": promptfoo.question,
+    "inspect": inspect_logs.question,
+    "mlflow": mlflow.question,
+    "mlflow-data": mlflow.question,
+    "phoenix-dataset": phoenix.question,
+    "opik": opik.question,
+    "huggingface": huggingface.question,
+    "beir": ir_collections.query_question,
+}
+#: The row adapters: a tool's record in, a plain row out (with ``_text``, the question's text, to match by).
+ROW_ADAPTERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "deepeval": lambda data: deepeval_row(data),
+    "promptfoo": promptfoo.row,
+    "inspect": inspect_logs.row,
+    "mlflow": mlflow.row,
+    "opik": opik.row,
+}
+
+
+#: The field a row's question text comes from, for a refusal that names it.
+TEXT_FIELD = {"promptfoo": "vars.question", "mlflow": "request", "phoenix": "attributes.input.value",
+              "opik": "dataset_item_data.question", "deepeval": "input"}  # fmt: skip
+
+
+def tool_records(fmt: str, records: Iterable[Record], problems: ProblemCollector, *, door: str) -> Iterable[Record]:
+    """A tool's records as its adapters take them: grouped by question (Langfuse and Phoenix scores, Inspect
+    epochs, BEIR qrels) or checked to be one run (promptfoo)."""
+    if fmt == "promptfoo":
+        return promptfoo.single_run(records, problems)
+    if fmt == "inspect":
+        return inspect_logs.by_question(records)
+    if fmt == "beir-qrels":
+        return ir_collections.qrels_topics(records, problems)
+    if fmt == "phoenix" and door == "run":
+        return phoenix.judge_rows(records)
+    if fmt == "langfuse-scores" and door == "run":
+        return (Record(line, data) for line, data in langfuse_score_rows(records))
+    return records
+
+
 def tool_question(data: dict[str, Any], tool: str) -> dict[str, Any]:
-    """A DeepEval golden or test case, a Langfuse dataset item or a LangSmith example as a plain question record."""
+    """A tool's record as a plain question record (DeepEval, Langfuse, LangSmith here; the rest in :mod:`.tools`)."""
+    if tool in QUESTION_ADAPTERS:
+        return QUESTION_ADAPTERS[tool](data)
+    if tool == "beir-qrels":
+        return data  # grouped by tool_records into {"id", "gold"}, as TREC qrels are
     if tool == "deepeval":
         text = as_text(data.get("input"), "input", required=True)
         metadata = _first(data, "additional_metadata", "additionalMetadata", "metadata") or {}

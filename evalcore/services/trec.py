@@ -18,7 +18,8 @@ from typing import Any
 from .fields import FieldError, checked_text
 from .limits import limits
 from .problems import ImportFailed, ImportProblem, ProblemCollector
-from .readers import Record, read_records, text_lines
+from .readers import Record, container_of, read_records, text_lines
+from .tools.ir_collections import queries_as_topics, read_msmarco_run
 
 #: How score ties are broken: trec_eval's docno descending (default), ir_measures' docno ascending, or file order.
 TIE_ORDERS = ("docno-desc", "docno-asc", "file")
@@ -148,6 +149,8 @@ def read_trec_run(path: Path, name: str, problems: ProblemCollector, *, ties: st
 _TREC: dict[str, tuple[Callable[[Path, str, ProblemCollector], Iterator[Record]], str, str, str]] = {
     "trec-qrels": (read_trec_qrels, "qrels", "gold judgments", "import_evalset"),
     "trec-run": (read_trec_run, "TREC run", "a run's rows", "import_run"),
+    "msmarco-run": (lambda path, name, problems: read_msmarco_run(text_lines(path, name, problems), problems),
+                    "MS MARCO run", "a run's rows", "import_run"),  # fmt: skip
 }
 
 
@@ -168,6 +171,8 @@ def read_import(
     """
     if fmt == "trec-run" and trec == fmt:
         return read_trec_run(path, name, problems, ties=ties)
+    if fmt == "msmarco-run" and trec == "trec-run":
+        return _TREC[fmt][0](path, name, problems)
     if fmt == trec:
         return _TREC[fmt][0](path, name, problems)
     if fmt in _TREC:
@@ -185,6 +190,10 @@ def read_topics(path: Path | None, display: str | None = None) -> dict[str, str]
         return {}
     name = display or path.name
     problems = ProblemCollector(name)
+    if container_of(path) == "jsonl" and path.suffix.lower() in (".jsonl", ".json"):  # BEIR's queries.jsonl
+        topics = queries_as_topics(read_records(path, "jsonl", name, problems=problems), problems)
+        problems.raise_if_any()
+        return topics
     lines = list(text_lines(path, name, problems))
     problems.raise_if_any()
     if any("<top>" in raw.lower() for _, raw in lines[:200]):
