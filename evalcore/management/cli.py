@@ -13,7 +13,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ..models import Job
 from ..services.jobs import BrokerUnavailable, job_follow, jobs_recover
-from ..services.problems import UserFacingError
+from ..services.problems import ImportFailed, UserFacingError
+from ..services.tools.huggingface import dataset_file
 from ..services.uploads import discard_uploads_of, store_local_files
 
 
@@ -74,8 +75,14 @@ def run_job_cli(
 def existing_file(path: Path, what: str = "") -> str:
     """Return the absolute path of a file named on the command line; CommandError if there is no such file.
 
-    ``what`` names the option in the message (``"chunk map"``: ``PATH: no such file (chunk map)``).
+    ``what`` names the option in the message (``"chunk map"``: ``PATH: no such file (chunk map)``). A folder
+    that a Hugging Face dataset was saved to (``save_to_disk``) names its Arrow file.
     """
+    if path.is_dir() and not what:
+        try:
+            path = dataset_file(path)
+        except ImportFailed as error:
+            raise CommandError(str(error)) from None
     if not path.is_file():
         raise CommandError(f"{path}: no such file" + (f" ({what})" if what else ""))
     return str(path.resolve())

@@ -69,6 +69,8 @@ def detect_format(
     if tool is None or declared == tool:
         return declared or base
     info = TOOLS[tool]
+    if not info.doors:
+        raise _refused(name, f"this looks like {info.called}, which holds {info.holds}; {info.instead}")
     if door not in info.doors:
         command = DOOR_COMMANDS[info.doors[0]]
         raise _refused(
@@ -107,7 +109,9 @@ def _check_container(path: Path, name: str, declared: str | None) -> None:
 
 def _container_named(name: str, base: str, declared: str | None) -> str:
     """An Inspect log or an Arrow file named as another format: refused, with the format it is."""
-    raise _refused(name, f"this is {TOOLS[base].called}, not {_CALLED.get(declared or '', declared)}; use --format {base}")
+    raise _refused(
+        name, f"this is {TOOLS[base].called}, not {_CALLED.get(declared or '', declared)}; use --format {base}"
+    )
 
 
 def _refused(name: str, message: str) -> ImportFailed:

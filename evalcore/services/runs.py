@@ -256,11 +256,13 @@ def run_import(
     cutoffs = sorted(set(cutoffs or []))
     if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in cutoffs):
         raise ImportFailed([ImportProblem(display, None, None, f"cut-offs must be positive integers, got {cutoffs!r}")])
+    if k is None and not cutoffs and fmt == "msmarco-run":
+        cutoffs = [10]  # MS MARCO's official measure is MRR@10
     if k is None and cutoffs and trec:
         k = cutoffs[0]
     if trec and k is not None and k not in cutoffs:
         cutoffs = sorted({k, *cutoffs})  # a TREC run keeps rr@k beside rr, as trec_eval users compare them
-    if k is None and fmt == "langfuse-scores":
+    if k is None and fmt in ("langfuse-scores", "phoenix"):
         k = 1  # scores alone: no retrieval to cut
 
     trec_options = TrecOptions(ties=ties, skip_missing=missing_topics == "skip")

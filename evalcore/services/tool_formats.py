@@ -34,6 +34,8 @@ class Tool:
     holds: str
     #: the doors that take it: "questions" (import_evalset), "run" (import_run), "labels" (import_labels)
     doors: tuple[str, ...]
+    #: what to import instead, for an export no door takes
+    instead: str = ""
 
     @property
     def called(self) -> str:
@@ -61,7 +63,13 @@ TOOLS: dict[str, Tool] = {
         Tool("opik", "Opik experiment items or dataset items", "questions and a run's rows", ("questions", "run")),
         Tool("huggingface", "Hugging Face dataset", "questions", ("questions", "run")),
         Tool("beir", "BEIR queries", "questions", ("questions",)),
-        Tool("beir-corpus", "BEIR corpus", "documents, not questions", ()),
+        Tool(
+            "beir-corpus",
+            "BEIR corpus",
+            "documents, not questions",
+            (),
+            "import the queries and their judgments: import_evalset qrels/test.tsv --topics queries.jsonl",
+        ),
         Tool("beir-qrels", "BEIR qrels", "gold judgments", ("questions",)),
         Tool("msmarco-run", "MS MARCO run", "a run's rows", ("run",)),
     )

@@ -149,8 +149,12 @@ def read_trec_run(path: Path, name: str, problems: ProblemCollector, *, ties: st
 _TREC: dict[str, tuple[Callable[[Path, str, ProblemCollector], Iterator[Record]], str, str, str]] = {
     "trec-qrels": (read_trec_qrels, "qrels", "gold judgments", "import_evalset"),
     "trec-run": (read_trec_run, "TREC run", "a run's rows", "import_run"),
-    "msmarco-run": (lambda path, name, problems: read_msmarco_run(text_lines(path, name, problems), problems),
-                    "MS MARCO run", "a run's rows", "import_run"),  # fmt: skip
+    "msmarco-run": (
+        lambda path, name, problems: read_msmarco_run(text_lines(path, name, problems), problems),
+        "MS MARCO run",
+        "a run's rows",
+        "import_run",
+    ),  # fmt: skip
 }
 
 

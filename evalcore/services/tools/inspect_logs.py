@@ -50,7 +50,9 @@ def read_eval_file(path: Path, name: str, problems: ProblemCollector) -> Iterato
             return
         for number, entry in enumerate(sorted(entries, key=_sample_order), start=1):
             if entry.file_size > limit.line_bytes:
-                problems.add(number, None, limit.message(f"sample {entry.filename} is {entry.file_size:,} bytes", "line_bytes"))
+                problems.add(
+                    number, None, limit.message(f"sample {entry.filename} is {entry.file_size:,} bytes", "line_bytes")
+                )
                 continue
             try:
                 data = json.loads(_entry_bytes(archive, path, entry).decode("utf-8"))
@@ -138,7 +140,11 @@ def question(data: dict[str, Any]) -> dict[str, Any]:
         "gold": metadata.get("gold"),
         "metadata": json_safe(
             {
-                **{k: v for k, v in metadata.items() if k not in ("type", "gold", *CONTEXT_KEYS, *RETRIEVED_KEYS, "answer")},
+                **{
+                    k: v
+                    for k, v in metadata.items()
+                    if k not in ("type", "gold", *CONTEXT_KEYS, *RETRIEVED_KEYS, "answer")
+                },
                 **({"targets": targets} if targets and len(targets) > 1 else {}),
             }
         ),
@@ -181,7 +187,10 @@ def row(data: dict[str, Any]) -> dict[str, Any]:
         "answer": as_text(output.get("completion") or "", "output.completion"),
         "scores": values,
         "inspect_scores": json_safe(
-            {name: {k: v for k, v in an_object(s).items() if k in ("explanation", "answer")} for name, s in scores.items()}
+            {
+                name: {k: v for k, v in an_object(s).items() if k in ("explanation", "answer")}
+                for name, s in scores.items()
+            }
         ),
         **({"inspect_epochs": json_safe(epochs)} if epochs else {}),
         **({"inspect_error": json_safe(data["error"])} if not is_blank(data.get("error")) else {}),

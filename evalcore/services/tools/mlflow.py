@@ -59,7 +59,11 @@ def _gold(expectations: dict[str, Any]) -> list[dict[str, Any]] | None:
     context = expectations.get("expected_retrieved_context")
     if not isinstance(context, list):
         return None
-    return [{"doc": str(first(an_object(c), "doc_uri", "id", "chunk_id"))} for c in context if first(an_object(c), "doc_uri", "id")]
+    return [
+        {"doc": str(first(an_object(c), "doc_uri", "id", "chunk_id"))}
+        for c in context
+        if first(an_object(c), "doc_uri", "id")
+    ]
 
 
 def question(data: dict[str, Any]) -> dict[str, Any]:

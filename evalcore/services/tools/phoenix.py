@@ -34,7 +34,9 @@ def is_annotations(names: set[str]) -> bool:
 
 def is_dataset(names: set[str]) -> bool:
     flat = {n.split(".", 1)[0] for n in names}
-    return {"input", "output", "metadata"} <= flat and ("example_id" in names or "node_id" in names or names == {"input", "output", "metadata"})
+    return {"input", "output", "metadata"} <= flat and (
+        "example_id" in names or "node_id" in names or names == {"input", "output", "metadata"}
+    )
 
 
 def result(data: dict[str, Any], key: str) -> Any:
@@ -70,9 +72,14 @@ def judge_rows(records: Iterable[Record]) -> Iterator[Record]:
         key = str(qid) if not is_blank(qid) else f"text:{text}"
         row = rows.setdefault(key, {"line": record.line, "id": qid, "_text": text, "scores": {}, "explanations": {}})
         score = result(data, "score")
-        row["scores"][name] = verdict_number(score if not is_blank(score) else result(data, "label"), f"result.score ({name})")
+        row["scores"][name] = verdict_number(
+            score if not is_blank(score) else result(data, "label"), f"result.score ({name})"
+        )
         explanation = result(data, "explanation")
-        row["explanations"][name] = {"label": result(data, "label"), "explanation": None if is_blank(explanation) else explanation}
+        row["explanations"][name] = {
+            "label": result(data, "label"),
+            "explanation": None if is_blank(explanation) else explanation,
+        }
         row.setdefault("answer", first(data, *OUTPUT_COLUMNS))
         row.setdefault("spans", []).append(str(data.get("span_id") or ""))
     for row in rows.values():
@@ -118,5 +125,7 @@ def question(data: dict[str, Any]) -> dict[str, Any]:
         "reference_answer": text_of(outputs, "output", ANSWER_KEYS) if outputs else "",
         "type": str(metadata.get("type") or ""),
         "gold": gold,
-        "metadata": json_safe({k: v for k, v in metadata.items() if k not in ("type", "gold", "question_id", "id", "qid")}),
+        "metadata": json_safe(
+            {k: v for k, v in metadata.items() if k not in ("type", "gold", "question_id", "id", "qid")}
+        ),
     }

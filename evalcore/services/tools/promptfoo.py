@@ -33,7 +33,10 @@ def single_run(records: Iterable[Record], problems: ProblemCollector) -> Iterato
     for record in records:
         data = record.data
         provider = an_object(data.get("provider"))
-        pair = (str(provider.get("label") or provider.get("id") or ""), str(data.get("promptId") or data.get("promptIdx")))
+        pair = (
+            str(provider.get("label") or provider.get("id") or ""),
+            str(data.get("promptId") or data.get("promptIdx")),
+        )
         pairs.setdefault(pair, record.line)
         if len(pairs) > 1:
             held = "; ".join(f"provider {p!r}, prompt {q[:12]}" for p, q in pairs)
@@ -97,7 +100,9 @@ def row(data: dict[str, Any]) -> dict[str, Any]:
     provider = an_object(data.get("provider"))
     return {
         "id": id_in(metadata, variables),
-        "_text": as_text(variables.get(question_name), f"vars.{question_name}", required=True) if question_name else None,
+        "_text": as_text(variables.get(question_name), f"vars.{question_name}", required=True)
+        if question_name
+        else None,
         "context": listed if listed is not None else (text_of(context, "vars.context", TEXT_KEYS) if context else ""),
         "answer": text_of(response.get("output") if response else "", "response.output", ANSWER_KEYS),
         "scores": scores,

@@ -25,7 +25,7 @@ from ..models import Campaign, Item, Label
 from .item_rows import ItemRef, campaign_items, item_lines
 from .label_sources import LabelSource, label_records
 
-LABEL_TOOLS = ("label-studio", "argilla", "langfuse-scores")
+LABEL_TOOLS = ("label-studio", "argilla", "langfuse-scores", "phoenix")
 
 VALUES = {
     "supported": "supported",

@@ -20,10 +20,11 @@ from typing import Any
 from evalcore.services.fields import FieldError, as_id, as_list, is_blank, object_in_text
 from evalcore.services.problems import ProblemCollector
 from evalcore.services.readers import Record, container_of, read_records
+from evalcore.services.tools.phoenix import result as phoenix_result
 
 MATCHES = ("auto", "id", "text")
 #: What import_labels reads: our label lines (CSV, JSON Lines or a JSON array) and the tools' exports.
-LABEL_FORMATS = ("csv", "jsonl", "json", "label-studio", "argilla", "langfuse-scores")
+LABEL_FORMATS = ("csv", "jsonl", "json", "label-studio", "argilla", "langfuse-scores", "phoenix")
 #: Fields a task's or record's data may name its question by, in order of preference.
 ID_FIELDS = ("question_id", "qid")
 TEXT_FIELDS = ("question", "user_input", "input", "query", "text")
@@ -73,7 +74,7 @@ def label_records(
     records: Iterable[Record], fmt: str, source: LabelSource, problems: ProblemCollector, skipped: Counter
 ) -> Iterator[Record]:
     """Our label lines from a tool's records; a record that cannot be read is a problem on its line."""
-    read = {"label-studio": _label_studio, "argilla": _argilla, "langfuse-scores": _langfuse}[fmt]
+    read = {"label-studio": _label_studio, "argilla": _argilla, "langfuse-scores": _langfuse, "phoenix": _phoenix}[fmt]
     for record in records:
         try:
             lines = list(read(record.data, source, skipped))
@@ -333,4 +334,40 @@ def _langfuse(data: dict[str, Any], source: LabelSource, skipped: Counter) -> It
         "label": label,
         "annotator": _user(data.get("authorUserId"), source, "Langfuse"),
         "rationale": data.get("comment") or "",
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Phoenix
+# ----------------------------------------------------------------------------------------------
+
+
+def _phoenix(data: dict[str, Any], source: LabelSource, skipped: Counter) -> Iterator[dict[str, Any]]:
+    """A Phoenix span annotation: a HUMAN one becomes a label (``result.label``, by ``user_id`` or its
+    ``identifier``); LLM and CODE annotations are a judge's or a program's, counted as skipped. The item is
+    named by the annotated span's metadata (``question_id``) or input (the question's text), joined in from
+    the spans dataframe."""
+    kind = str(data.get("annotator_kind") or "").upper()
+    if kind != "HUMAN":
+        skipped[f"{kind.lower() or 'unknown'} annotation"] += 1
+        return
+    if source.label_field and data.get("annotation_name") != source.label_field:
+        skipped["other annotation"] += 1
+        return
+    metadata = object_in_text(data.get("attributes.metadata"))
+    fields = {**(metadata if isinstance(metadata, dict) else {})}
+    text = data.get("attributes.input.value")
+    if isinstance(text, str):
+        fields.setdefault("question", text)
+    label = _one_choice(phoenix_result(data, "label"), "result.label")
+    if label is None:
+        skipped["no label"] += 1
+        return
+    user = data.get("user_id") if not is_blank(data.get("user_id")) else data.get("identifier")
+    explanation = phoenix_result(data, "explanation")
+    yield {
+        **_item(fields, source),
+        "label": label,
+        "annotator": _user(user, source, "Phoenix"),
+        "rationale": "" if is_blank(explanation) else str(explanation),
     }
