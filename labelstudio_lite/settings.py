@@ -342,7 +342,7 @@ SPECTACULAR_SETTINGS = {
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 999_999_999_999_999_999}},
     "ENUM_NAME_OVERRIDES": {
         "ImportFormatEnum": "evalcore.services.readers.FORMATS",
-        "ExportFormatEnum": ["jsonl", "chat", "csv"],
+        "ExportFormatEnum": "labelstudio_lite.labelling.services.exports.DISAGREEMENT_FORMATS",
     },
 }
 

@@ -32,6 +32,7 @@ from evalcore.services.spreadsheets import SafeDictWriter
 from ..models import Campaign, ExportRecord, Item, Label, RemeasurementView, Verdict, VerdictSet
 from ..results import Result
 from ..selectors import final_labels, judge_verdicts
+from . import export_formats
 
 LABEL_FORMATS = ("csv", "jsonl")
 LABEL_FIELDS = [
@@ -48,7 +49,7 @@ LABEL_FIELDS = [
     "final_status",
     "created_at",
 ]
-DISAGREEMENT_FORMATS = ("jsonl", "chat", "csv")
+DISAGREEMENT_FORMATS = ("jsonl", "chat", "csv", *export_formats.FORMATS)
 DISAGREEMENT_FIELDS = [
     "error",
     "question_id",
@@ -307,6 +308,9 @@ def render_examples(examples: list[dict[str, Any]], fmt: str, campaign: Campaign
         return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in examples)
     if fmt == "chat":
         return "".join(json.dumps(_chat(e, campaign, system_prompt), ensure_ascii=False) + "\n" for e in examples)
+    if fmt in export_formats.FORMATS:
+        chats = [_chat(e, campaign, system_prompt) for e in examples]
+        return export_formats.render(examples, fmt, chats=chats, unit=campaign.unit, campaign=campaign.name)
     buffer = io.StringIO()
     writer = SafeDictWriter(buffer, fieldnames=DISAGREEMENT_FIELDS)
     writer.writeheader()

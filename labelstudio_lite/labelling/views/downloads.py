@@ -10,6 +10,9 @@ CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson; charset=utf-8",
     "chat": "application/x-ndjson; charset=utf-8",
+    "openai": "application/x-ndjson; charset=utf-8",
+    "langfuse": "application/x-ndjson; charset=utf-8",
+    "dspy": "application/json; charset=utf-8",
 }
 
 

@@ -176,7 +176,7 @@ def export_download(request: HttpRequest, name: str, version: int) -> HttpRespon
     record = campaign_export(campaign, version)
     if record is None:
         raise Http404("No such export.")
-    extension = "csv" if record.fmt == "csv" else "jsonl"
+    extension = {"csv": "csv", "dspy": "json"}.get(record.fmt, "jsonl")
     return attachment(
         record.content,
         fmt=record.fmt,

@@ -1,4 +1,4 @@
-"""export_disagreements CAMPAIGN --format jsonl|chat|csv: few-shot examples from the tuning split."""
+"""export_disagreements CAMPAIGN --format jsonl|chat|csv|openai|dspy|langfuse: few-shot examples from the tuning split."""
 
 from pathlib import Path
 
