@@ -343,6 +343,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ImportFormatEnum": "evalcore.services.readers.FORMATS",
         "ExportFormatEnum": "labelstudio_lite.labelling.services.exports.DISAGREEMENT_FORMATS",
+        "LabelExportFormatEnum": "labelstudio_lite.labelling.services.exports.LABEL_FORMATS",
+        "PublishFormatEnum": "labelstudio_lite.labelling.services.published_report.PUBLISH_FORMATS",
     },
 }
 

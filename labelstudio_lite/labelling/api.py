@@ -3,8 +3,6 @@ to scores and to other annotators' labels); campaign endpoints are for eval owne
 
 from __future__ import annotations
 
-import json
-
 from django.utils.decorators import method_decorator
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -22,18 +20,16 @@ from evalcore.services.problems import UserFacingError
 from evalcore.services.uploads import discard_upload
 from labelstudio_lite.accounts.access import IsEvalOwner
 from labelstudio_lite.middleware import retry_when_busy
-from labelstudio_lite.rest import MAX_ID, JSONObjectField, StrictBooleanField, id_field
+from labelstudio_lite.rest import MAX_ID, JSONObjectField, id_field
 from labelstudio_lite.schema import ErrorOutput
 
 from .access import campaign_for_labelling, campaign_for_owner, verdict_set_for
 from .jobs import LabelImportParams, TryPromptParams, request_labels_import, request_try_prompt
 from .models import Campaign, Label
 from .selectors import (
-    NotFound,
     annotator_agreement,
     annotator_share,
     blind_item,
-    campaign_exports,
     campaign_progress,
     campaigns_for_annotator,
     campaigns_list,
@@ -41,11 +37,9 @@ from .selectors import (
     own_label,
     own_labels,
     remeasurement_opened,
-    verdict_set_asked,
 )
 from .services.assignment import AlreadyAnswered, LabellingError, LeaseExpired, next_item, skip_item, submit_label
 from .services.campaigns import plan_assumptions, plan_campaign
-from .services.exports import DISAGREEMENT_FORMATS, disagreements_export, labels_export
 from .services.judge_report import judge_report
 from .services.label_sources import LABEL_FORMATS, MATCHES
 from .services.remeasure import remeasure, remeasurement_open
@@ -372,39 +366,6 @@ class CampaignDetailApi(APIView):
         )
 
 
-class CampaignLabelsApi(APIView):
-    permission_classes = [IsEvalOwner]
-
-    @extend_schema(
-        request=None,
-        responses={
-            201: inline_serializer(
-                "LabelExport",
-                {
-                    "version": serializers.IntegerField(),
-                    "items": serializers.IntegerField(),
-                    "heldout_items": serializers.IntegerField(),
-                    "labels": serializers.ListField(),
-                },
-            )
-        },
-        summary="Export every label, held-out items included (eval owners): recorded as a label export, so a POST",
-    )
-    def post(self, request: Request, name: str) -> Response:
-        campaign = campaign_for_owner(request.user, name)
-        record = labels_export(campaign=campaign, fmt="jsonl", user=request.user)
-        labels = [json.loads(line) for line in record.content.splitlines()]
-        return Response(
-            {
-                "version": record.version,
-                "items": len(record.item_ids),
-                "heldout_items": record.heldout_items,
-                "labels": labels,
-            },
-            status=201,
-        )
-
-
 class JudgeReportApi(APIView):
     permission_classes = [IsEvalOwner]
 
@@ -476,100 +437,6 @@ class RemeasureApi(APIView):
     )
     def post(self, request: Request, name: str) -> Response:
         return self._result(request, name, opening=True)
-
-
-class ExportListApi(APIView):
-    permission_classes = [IsEvalOwner]
-
-    class ExportInput(serializers.Serializer):
-        format = serializers.ChoiceField(choices=DISAGREEMENT_FORMATS)
-        limit = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000)
-        balanced = StrictBooleanField(required=False, default=False)
-        seed = serializers.IntegerField(required=False, default=7, min_value=0, max_value=2**32 - 1)
-        verdicts = id_field(required=False, help_text="the verdict set of another judge config (default: the run's)")
-
-    @extend_schema(
-        responses=inline_serializer(
-            "ExportRecordOut",
-            {
-                "version": serializers.IntegerField(),
-                "kind": serializers.CharField(),
-                "format": serializers.CharField(),
-                "items": serializers.IntegerField(),
-                "heldout_items": serializers.IntegerField(),
-                "options": serializers.DictField(),
-                "created_by": serializers.CharField(allow_null=True),
-                "created_at": serializers.DateTimeField(),
-                "download": serializers.CharField(),
-            },
-            many=True,
-        ),
-        summary="Exports of a campaign",
-    )
-    def get(self, request: Request, name: str) -> Response:
-        campaign = campaign_for_owner(request.user, name)
-        return Response(
-            [
-                {
-                    "version": e.version,
-                    "kind": e.kind,
-                    "format": e.fmt,
-                    "items": len(e.item_ids),
-                    "heldout_items": e.heldout_items,
-                    "options": e.options,
-                    "created_by": e.created_by.username if e.created_by else None,
-                    "created_at": e.created_at,
-                    "download": f"/campaigns/{campaign.name}/exports/{e.version}/",
-                }
-                for e in campaign_exports(campaign)
-            ]
-        )
-
-    @extend_schema(
-        request=ExportInput,
-        responses={
-            201: inline_serializer(
-                "ExportCreated",
-                {
-                    "version": serializers.IntegerField(),
-                    "items": serializers.IntegerField(),
-                    "options": serializers.DictField(),
-                    "content": serializers.CharField(),
-                },
-            )
-        },
-        summary="Export the tuning split's disagreements (recorded and versioned)",
-    )
-    def post(self, request: Request, name: str) -> Response:
-        campaign = campaign_for_owner(request.user, name)
-        data = self.ExportInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        d = data.validated_data
-        try:
-            verdict_set = verdict_set_asked(campaign, d.get("verdicts"))  # not silently the run's judge instead
-        except NotFound as error:
-            return Response({"verdicts": [str(error)]}, status=400)
-        try:
-            record = disagreements_export(
-                campaign=campaign,
-                fmt=d["format"],
-                limit=d.get("limit"),
-                balanced=d["balanced"],
-                seed=d["seed"],
-                verdict_set=verdict_set,
-                user=request.user,
-            )
-        except UserFacingError as error:
-            return Response({"detail": str(error)}, status=400)
-        return Response(
-            {
-                "version": record.version,
-                "items": len(record.item_ids),
-                "options": record.options,
-                "content": record.content,
-            },
-            status=201,
-        )
 
 
 class TryPromptApi(APIView):

@@ -2,7 +2,7 @@ from django.urls import path
 
 import labelstudio_lite.rest  # noqa: F401 (registers the id path converter)
 
-from . import api
+from . import api, api_exports
 
 urlpatterns = [
     path("label/campaigns/", api.MyCampaignsApi.as_view(), name="api-my-campaigns"),
@@ -12,12 +12,17 @@ urlpatterns = [
     path("campaigns/", api.CampaignListApi.as_view(), name="api-campaigns"),
     path("campaign-plan/", api.CampaignPlanApi.as_view(), name="api-campaign-plan"),
     path("campaigns/<slug:name>/", api.CampaignDetailApi.as_view(), name="api-campaign"),
-    path("campaigns/<slug:name>/labels/", api.CampaignLabelsApi.as_view(), name="api-campaign-labels"),
+    path("campaigns/<slug:name>/labels/", api_exports.CampaignLabelsApi.as_view(), name="api-campaign-labels"),
     path(
         "campaigns/<slug:name>/labels/import/", api.CampaignLabelImportApi.as_view(), name="api-campaign-label-import"
     ),
     path("campaigns/<slug:name>/judge-report/", api.JudgeReportApi.as_view(), name="api-judge-report"),
+    path(
+        "campaigns/<slug:name>/judge-report/publish/",
+        api_exports.JudgeReportPublishApi.as_view(),
+        name="api-judge-report-publish",
+    ),
     path("campaigns/<slug:name>/remeasure/", api.RemeasureApi.as_view(), name="api-remeasure"),
-    path("campaigns/<slug:name>/exports/", api.ExportListApi.as_view(), name="api-exports"),
+    path("campaigns/<slug:name>/exports/", api_exports.ExportListApi.as_view(), name="api-exports"),
     path("campaigns/<slug:name>/try-prompt/", api.TryPromptApi.as_view(), name="api-try-prompt"),
 ]

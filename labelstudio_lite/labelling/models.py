@@ -334,7 +334,8 @@ class Verdict(models.Model):
 
 
 class ExportRecord(Authored):
-    """Every export of items (disagreement examples, label exports): who, when, which items, which judge.
+    """Every export of items (disagreement examples, label exports, published judge reports): who, when, which
+    items, which judge.
 
     The judge report warns when any held-out item was ever exported (leakage).
     """
@@ -342,11 +343,12 @@ class ExportRecord(Authored):
     class Kind(models.TextChoices):
         DISAGREEMENTS = "disagreements", "Disagreement examples"
         LABELS = "labels", "Labels"
+        REPORT = "report", "Judge validation report"
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="exports")
     kind = models.CharField(max_length=20, choices=Kind.choices)
     version = models.PositiveIntegerField()
-    fmt = models.CharField(max_length=10)
+    fmt = models.CharField(max_length=20)
     options = models.JSONField(default=dict, blank=True)
     judge_config = models.ForeignKey(
         "evalcore.JudgeConfig", null=True, blank=True, on_delete=models.PROTECT, related_name="+"

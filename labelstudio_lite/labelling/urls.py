@@ -19,6 +19,7 @@ urlpatterns = [
     path("campaigns/<slug:name>/labels.<str:fmt>", campaigns.export, name="export"),
     path("campaigns/<slug:name>/import/", campaigns.import_labels_view, name="import"),
     path("campaigns/<slug:name>/report/", reports.report_page, name="report"),
+    path("campaigns/<slug:name>/report.<str:fmt>", reports.report_publish, name="report-publish"),
     path("campaigns/<slug:name>/remeasure/", reports.remeasure_page, name="remeasure"),
     path("campaigns/<slug:name>/exports/", reports.export_create, name="export-create"),
     path("campaigns/<slug:name>/exports/<int:version>/", reports.export_download, name="export-download"),

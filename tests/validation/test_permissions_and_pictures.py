@@ -47,6 +47,9 @@ def page_requests(campaign, verdict_set):
         ("post", reverse("labelling:export-create", args=[name]), {"format": "jsonl", "seed": "7"}),
         ("get", reverse("labelling:export-download", args=[name, 1]), None),
         ("post", reverse("labelling:export", args=[name, "csv"]), {}),
+        ("post", reverse("labelling:export", args=[name, "label-studio"]), {}),
+        ("post", reverse("labelling:report-publish", args=[name, "html"]), {}),
+        ("post", reverse("labelling:report-publish", args=[name, "json"]), {}),
         ("post", reverse("labelling:verdicts", args=[name]), "upload"),
         ("post", reverse("labelling:fresh-heldout", args=[name]), {"name": "stolen", "size": "5"}),
     ]
@@ -60,6 +63,9 @@ def api_requests(campaign, verdict_set):
         ("get", f"/api/campaigns/{name}/remeasure/?verdicts={verdict_set.pk}", None),
         ("post", f"/api/campaigns/{name}/remeasure/?verdicts={verdict_set.pk}", {}),
         ("post", f"/api/campaigns/{name}/labels/", {}),
+        ("post", f"/api/campaigns/{name}/labels/", {"format": "label-studio"}),
+        ("post", f"/api/campaigns/{name}/judge-report/publish/", {"format": "html"}),
+        ("post", f"/api/campaigns/{name}/judge-report/publish/", {"format": "json"}),
         ("get", f"/api/campaigns/{name}/exports/", None),
         ("post", f"/api/campaigns/{name}/exports/", {"format": "jsonl"}),
     ]

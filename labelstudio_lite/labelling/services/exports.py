@@ -33,8 +33,10 @@ from ..models import Campaign, ExportRecord, Item, Label, RemeasurementView, Ver
 from ..results import Result
 from ..selectors import final_labels, judge_verdicts
 from . import export_formats
+from .label_formats import label_studio_json
 
-LABEL_FORMATS = ("csv", "jsonl")
+#: csv and jsonl are our label lines; label-studio is the task list Label Studio's import takes.
+LABEL_FORMATS = ("csv", "jsonl", "label-studio")
 LABEL_FIELDS = [
     "question_id",
     "claim_index",
@@ -156,7 +158,8 @@ def label_lines(campaign: Campaign, fmt: str) -> Iterator[str]:
 
 
 def labels_export(*, campaign: Campaign, fmt: str, user: Any = None) -> ExportRecord:
-    """Export every label of the campaign (held-out items included) as CSV or JSON Lines: record and return the export.
+    """Export every label of the campaign (held-out items included) as CSV, JSON Lines or Label Studio tasks:
+    record and return the export.
 
     The record keeps the file (``content``) and lists every labelled item, so the judge report
     sees the held-out ones leave.
@@ -171,7 +174,7 @@ def labels_export(*, campaign: Campaign, fmt: str, user: Any = None) -> ExportRe
         options={},
         judge_config=None,
         item_ids=item_ids,
-        content="".join(label_lines(campaign, fmt)),
+        content=label_studio_json(campaign) if fmt == "label-studio" else "".join(label_lines(campaign, fmt)),
         user=user,
     )
 

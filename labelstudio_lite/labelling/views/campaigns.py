@@ -33,6 +33,7 @@ from ..services.campaigns import (
     plan_campaign,
 )
 from ..services.exports import LABEL_FORMATS, labels_export
+from ..services.label_formats import label_studio_config
 from .actions import Done, form_post, import_upload
 
 register_job_form(IMPORT_LABELS, lambda job: reverse("labelling:campaign", args=[job.params["campaign"]]) + "#import")
@@ -108,6 +109,7 @@ def campaign_overview(request: HttpRequest, name: str) -> HttpResponse:
         "annotators_form": AnnotatorsForm(),
         "import_form": LabelImportForm(),
         "retry": retried_job(request, IMPORT_LABELS),
+        "label_studio_config": label_studio_config(campaign),
     }
     return render(request, "labelling/campaign.html", context)
 

@@ -13,7 +13,12 @@ CONTENT_TYPES = {
     "openai": "application/x-ndjson; charset=utf-8",
     "langfuse": "application/x-ndjson; charset=utf-8",
     "dspy": "application/json; charset=utf-8",
+    "label-studio": "application/json; charset=utf-8",
+    "json": "application/json; charset=utf-8",
+    "html": "text/html; charset=utf-8",
 }
+#: The file name's extension by format (JSON Lines where not named).
+EXTENSIONS = {"csv": "csv", "dspy": "json", "label-studio": "json", "json": "json", "html": "html"}
 
 
 def attachment(content: str | Iterable[str], *, fmt: str, filename: str) -> HttpResponse:

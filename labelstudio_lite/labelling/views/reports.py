@@ -1,4 +1,5 @@
-"""The judge error report, re-measurement on held-out labels, and disagreement exports (eval owners)."""
+"""The judge error report and its portable copy, re-measurement on held-out labels, and disagreement exports
+(eval owners)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from ..selectors import campaign_export, campaign_exports, remeasurement_opened,
 from ..services.campaigns import campaign_fresh_heldout, campaign_set_thresholds
 from ..services.exports import disagreements_export
 from ..services.judge_report import judge_report
+from ..services.published_report import PUBLISH_FORMATS, judge_report_publish
 from ..services.remeasure import remeasure, remeasurement_open
 from ..services.tuned_prompt import few_shot_exports
 from .actions import Done, form_post, import_upload
-from .downloads import attachment
+from .downloads import EXTENSIONS, attachment
 
 register_job_form(IMPORT_VERDICTS, lambda job: reverse("labelling:report", args=[job.params["campaign"]]) + "#verdicts")
 
@@ -169,6 +171,18 @@ def export_create(request: HttpRequest, name: str) -> HttpResponse:
     )
 
 
+@require_POST
+@eval_owner_required
+def report_publish(request: HttpRequest, name: str, fmt: str) -> HttpResponse:
+    """Record the portable report (a POST: it holds every label, held-out ones too), then download it with a GET."""
+    campaign = campaign_for_owner(request.user, name)
+    if fmt not in PUBLISH_FORMATS:
+        raise Http404("The report is published as .html or .json")
+    verdict_set = verdict_set_for(campaign, request.GET.get("verdicts"))
+    record = judge_report_publish(campaign=campaign, fmt=fmt, verdict_set=verdict_set, user=request.user)
+    return redirect(reverse("labelling:export-download", args=[campaign.name, record.version]))
+
+
 @require_GET
 @eval_owner_required
 def export_download(request: HttpRequest, name: str, version: int) -> HttpResponse:
@@ -176,7 +190,7 @@ def export_download(request: HttpRequest, name: str, version: int) -> HttpRespon
     record = campaign_export(campaign, version)
     if record is None:
         raise Http404("No such export.")
-    extension = {"csv": "csv", "dspy": "json"}.get(record.fmt, "jsonl")
+    extension = EXTENSIONS.get(record.fmt, "jsonl")
     return attachment(
         record.content,
         fmt=record.fmt,

@@ -1,11 +1,13 @@
-"""judge_report CAMPAIGN [--json]: can this judge be trusted on this metric?"""
+"""judge_report CAMPAIGN [--json | --format html|json --output FILE]: can this judge be trusted on this metric?"""
 
 import json
+from pathlib import Path
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from ...services.judge_report import judge_report
 from ...services.judge_stats import pct
+from ...services.published_report import PUBLISH_FORMATS, judge_report_publish
 from ..lookups import campaign_or_fail, verdict_set_or_fail
 
 
@@ -18,10 +20,22 @@ class Command(BaseCommand):
             "--verdicts", type=int, help="id of an imported verdict set (a new judge config) to report on"
         )
         parser.add_argument("--json", action="store_true", help="the report as JSON (the same as the API and the page)")
+        parser.add_argument(
+            "--format",
+            choices=PUBLISH_FORMATS,
+            help="the portable report for publishing, with the labels behind it: one self-contained HTML page or "
+            "JSON (recorded as an export, since it holds the held-out labels)",
+        )
+        parser.add_argument("--output", type=Path, help="with --format: write to this file (default: standard output)")
 
     def handle(self, *args, **options):
         campaign = campaign_or_fail(options["campaign"])
         verdict_set = verdict_set_or_fail(campaign, options["verdicts"])
+        if options["format"]:
+            self._publish(campaign, verdict_set, options)
+            return
+        if options["output"]:
+            raise CommandError("--output goes with --format html|json (the portable report)")
         report = judge_report(campaign, verdict_set=verdict_set)
         if options["json"]:
             self.stdout.write(json.dumps(report.as_dict(), indent=2, default=str))
@@ -63,6 +77,21 @@ class Command(BaseCommand):
                 f"\nJudge pass rate on the run {pct(r.raw)} · corrected for the judge's errors {pct(r.corrected)} "
                 f"({pct(r.low)}–{pct(r.high)})"
             )
+
+    def _publish(self, campaign, verdict_set, options):
+        if options["json"]:
+            raise CommandError("--json prints the report; --format json publishes it with its labels: give one")
+        record = judge_report_publish(campaign=campaign, fmt=options["format"], verdict_set=verdict_set)
+        where = ""
+        if options["output"]:
+            options["output"].write_text(record.content, encoding="utf-8")
+            where = f" written to {options['output']}"
+        else:
+            self.stdout.write(record.content, ending="")
+        self.stderr.write(
+            f"export v{record.version}: the judge report with the labels of {len(record.item_ids)} items "
+            f"({record.heldout_items} held out){where}"
+        )
 
 
 def _fmt(value):
