@@ -194,3 +194,72 @@ def test_a_label_studio_csv_without_its_label_field_says_so_once_not_once_a_line
         labels_import(campaign=campaign, path=LS / "export.csv")
     assert len(refusal.value.problems) == 1
     assert "--label-field" in refusal.value.problems[0].message
+
+
+PHOENIX = FIXTURES / "phoenix"
+PHOENIX_LABELS = {
+    ("q1", "alice", "supported"),
+    ("q1", "bob", "supported"),
+    ("q2", "alice", "supported"),
+    ("q3", "alice", "supported"),
+    ("q3", "bob", "unsupported"),
+}
+
+
+@pytest.mark.parametrize("file", ["span_annotations.parquet", "span_annotations.csv"])
+def test_phoenix_human_annotations_become_labels_and_llm_ones_are_skipped(campaign, file):
+    result = labels_import(campaign=campaign, path=PHOENIX / file)  # detected from the content
+    assert labels(campaign) == PHOENIX_LABELS
+    assert result.skipped == {"llm annotation": 3} and "Skipped, not labels: 3 llm annotation." in result.message
+    assert set(Label.objects.values_list("rationale", flat=True)) == {"checked the context"}  # the explanation
+    assert set(Label.objects.values_list("external_annotator", flat=True)) == {"alice", "bob"}  # its identifier
+    assert not Label.objects.filter(value="hallucinated").exists()
+
+
+def test_phoenix_annotations_match_questions_by_the_spans_input(campaign):
+    labels_import(campaign=campaign, path=PHOENIX / "span_annotations.parquet", source=LabelSource(match="text"))
+    assert labels(campaign) == PHOENIX_LABELS
+
+
+def test_phoenix_annotations_are_taken_by_their_annotation_name(campaign):
+    result = labels_import(
+        campaign=campaign, path=PHOENIX / "span_annotations.csv", source=LabelSource(label_field="support")
+    )
+    assert result.created == 5 and labels(campaign) == PHOENIX_LABELS
+
+
+def test_phoenix_annotations_through_the_command_and_twice_create_nothing_new(campaign, capsys):
+    call_command("import_labels", str(PHOENIX / "span_annotations.parquet"), "--campaign", "tools", "--quiet")
+    call_command(
+        "import_labels", str(PHOENIX / "span_annotations.csv"), "--campaign", "tools", "--format", "phoenix", "--quiet"
+    )
+    out = capsys.readouterr().out
+    assert "Imported 5 labels" in out and "Nothing new: all 5 labels were already in campaign 'tools'." in out
+    assert labels(campaign) == PHOENIX_LABELS
+
+
+def test_a_phoenix_label_named_by_another_annotation_is_skipped_not_imported(campaign):
+    with pytest.raises(ImportFailed, match="the file holds no labels"):
+        labels_import(
+            campaign=campaign, path=PHOENIX / "span_annotations.csv", source=LabelSource(label_field="correctness")
+        )
+    assert not Label.objects.exists()
+
+
+def test_the_api_and_the_upload_form_take_phoenix_annotations(campaign, owner_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    response = owner_client.post(
+        f"/api/campaigns/{campaign.name}/labels/import/",
+        {"file": SimpleUploadedFile("annotations.parquet", (PHOENIX / "span_annotations.parquet").read_bytes())},
+    )
+    assert response.status_code == 202, response.content
+    job = owner_client.get(response["Location"]).json()
+    assert job["status"] == "succeeded" and "3 llm annotation" in job["result"]["message"]
+    assert labels(campaign) == PHOENIX_LABELS
+    page = owner_client.post(
+        reverse("labelling:import", args=[campaign.name]),
+        {"file": SimpleUploadedFile("annotations.csv", (PHOENIX / "span_annotations.csv").read_bytes())},
+    )
+    assert page.status_code == 302 and "Nothing new" in owner_client.get(page["Location"]).content.decode()
