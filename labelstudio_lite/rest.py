@@ -103,6 +103,17 @@ class StrictBooleanField(serializers.BooleanField):
         self.fail("invalid")
 
 
+class StrictCharField(serializers.CharField):
+    """Text given as text: a number or a boolean is refused, not turned into "0" or "True" (DRF's CharField would)."""
+
+    default_error_messages = {"invalid": "must be text"}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 #: The largest id a database row can have (a 64-bit signed integer): a larger one is refused, not looked up.
 MAX_ID = 2**63 - 1
 

@@ -20,7 +20,7 @@ from evalcore.services.problems import UserFacingError
 from evalcore.services.uploads import discard_upload
 from labelstudio_lite.accounts.access import IsEvalOwner
 from labelstudio_lite.middleware import retry_when_busy
-from labelstudio_lite.rest import MAX_ID, JSONObjectField, id_field
+from labelstudio_lite.rest import MAX_ID, JSONObjectField, StrictCharField, id_field
 from labelstudio_lite.schema import ErrorOutput
 
 from .access import campaign_for_labelling, campaign_for_owner, verdict_set_for
@@ -150,7 +150,7 @@ class NextItemApi(APIView):
 class LabelInput(serializers.Serializer):
     item_id = id_field()
     value = serializers.ChoiceField(choices=Label.Value.values)
-    rationale = serializers.CharField(required=False, allow_blank=True, default="", max_length=5000)
+    rationale = StrictCharField(required=False, allow_blank=True, default="", max_length=5000)
 
 
 IDEMPOTENCY_KEY = OpenApiParameter(

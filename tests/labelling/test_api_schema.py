@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 #: answer 400 naming the field, as documented.
 REFERENCES = (
     "^/api/(runs/import|evalsets/import|campaigns/\\\\{name\\\\}/labels/import|gate|runs|runs/\\\\{run_id\\\\}/rows"
-    "|campaigns/\\\\{name\\\\}/exports"
+    "|campaigns/\\\\{name\\\\}/(exports|judge-report/publish)"
     "|label/\\\\{name\\\\}/(labels|skip)|runs/\\\\{run_id\\\\}/judge(/estimate)?|campaigns/\\\\{name\\\\}/try-prompt"
     "|judge-configs|rescore|plan/(labels|questions)|campaign-plan)/$"
 )
