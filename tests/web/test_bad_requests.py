@@ -60,6 +60,19 @@ def test_an_item_id_no_database_can_hold_is_a_400_naming_it(labelling, annotator
         assert response.status_code == 400 and "item_id" in response.json(), response.content
 
 
+@pytest.mark.parametrize("rationale", [0, True, ["why"], {"text": "why"}])
+def test_a_rationale_that_is_not_text_is_a_400_not_stored_as_its_repr(rationale, labelling, annotator_client):
+    campaign, item = labelling
+    before = unchanged()
+    response = annotator_client.post(
+        "/api/label/bodies/labels/",
+        {"item_id": item.pk, "value": "supported", "rationale": rationale},
+        content_type="application/json",
+    )
+    assert response.status_code == 400 and response.json()["rationale"] == ["must be text"], response.content
+    assert unchanged() == before
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
