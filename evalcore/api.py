@@ -45,7 +45,7 @@ from .services.judge_fitness import JUDGE_POLICIES
 from .services.planning import plan_labels, plan_questions
 from .services.problems import UserFacingError, about_field
 from .services.readers import FORMATS
-from .services.runs import GAINS
+from .services.run_options import GAINS
 from .services.trec import TIE_ORDERS
 from .services.uploads import discard_upload, save_upload
 

@@ -23,7 +23,8 @@ from .services.judge_runs import default_name, judge_run, judge_run_check, resco
 from .services.names import check_name
 from .services.problems import ImportFailed, ImportProblem, UserFacingError, about_field
 from .services.readers import detect_format
-from .services.runs import GAINS, run_import
+from .services.run_options import GAINS
+from .services.runs import run_import
 from .services.trec import TIE_ORDERS
 from .services.uploads import discarding_uploads, local_head, upload_exists
 

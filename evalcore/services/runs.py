@@ -21,7 +21,7 @@ from evalcore.engine import ChunkMap
 
 from ..models import EvalSetVersion, Question, Row, Run, RunChunk
 from ..selectors import version_by_ref
-from .fields import FieldError, as_id, as_int, json_safe
+from .fields import FieldError, as_id, as_int
 from .importing import (
     Progress,
     about_file,
@@ -36,12 +36,21 @@ from .judge_configs import judge_config_get_or_create, normalize_judge_config
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import Record, count_records, detect_format, read_records
-from .run_rows import k_inferred_note, normalize_row, reached
+from .run_options import (
+    DEFAULT_TREC,
+    RANKED_RUNS,
+    RunOptions,
+    TrecOptions,
+    inferred_k,
+    run_options,
+    system_config_checked,
+)
+from .run_rows import normalize_row, reached
 from .score_tables import score_table_write
 from .scoring import QuestionInfo, score_rows
 from .summaries import order_metrics, slice_name, summarize_scores
 from .tool_formats import tool_records
-from .trec import TIE_ORDERS, read_import
+from .trec import read_import
 
 BATCH = 2000
 #: The columns :func:`store_rows` writes, in the order of its value tuples.
@@ -57,9 +66,6 @@ ROW_FIELDS = (
     "scores",
     "metadata",
 )
-GAINS = ("exponential", "linear")
-#: Runs read as trec_eval reads them (a ranked list a topic, linear gain by default, cut-offs).
-RANKED_RUNS = ("trec-run", "msmarco-run")
 
 
 @dataclass(frozen=True)
@@ -152,15 +158,6 @@ def _row_checker(
     return check
 
 
-@dataclass(frozen=True, kw_only=True)
-class TrecOptions:
-    """How a TREC run is read: the tie order (see :data:`.trec.TIE_ORDERS`) and whether run topics that are
-    not in the eval set (the qrels) are skipped and counted, as trec_eval does, or refused."""
-
-    ties: str = "docno-desc"
-    skip_missing: bool = True
-
-
 def _validated_rows(
     path: Path,
     fmt: str,
@@ -170,7 +167,7 @@ def _validated_rows(
     chunk_map: ChunkMap | None,
     k: int | None,
     problems: ProblemCollector,
-    trec: TrecOptions = TrecOptions(),
+    trec: TrecOptions = DEFAULT_TREC,
     skipped: list[str] | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     records = read_import(
@@ -207,6 +204,34 @@ def _file_hash(path: Path | None) -> str:
     return digest.hexdigest()
 
 
+def _created_message(
+    run: Run,
+    *,
+    name: str,
+    version: EvalSetVersion,
+    cutoffs: list[int],
+    k_note: str,
+    skipped: list[str],
+    options: RunOptions,
+) -> str:
+    written = run.row_count
+    coverage = f"{written} of {version.question_count} questions" + (
+        " (partial run: means cover only these)" if written < version.question_count else ""
+    )
+    skip_note = (
+        f" Skipped {len(skipped)} run topic(s) not in {version.label} (as trec_eval does): "
+        f"{', '.join(skipped[:10])}{', ...' if len(skipped) > 10 else ''}."
+        if skipped
+        else ""
+    )
+    at = f"cut-offs {', '.join(map(str, cutoffs))}" if cutoffs else f"k={run.k}"
+    gain = f", {options.gain} gain" if options.trec else ""
+    return (
+        f"Created run {name!r} on {version.label}: {coverage}, {at}{k_note}{gain}.{gold_note(run.summary)}"
+        f"{skip_note}{options.gain_note}"
+    )
+
+
 def run_import(
     *,
     path: Path,
@@ -236,56 +261,13 @@ def run_import(
     display = display_name or path.name
     fmt = detect_format(path, fmt, door="run", display=display)
     about_file(display, lambda: check_name(name, what="run"))
-    trec = fmt in RANKED_RUNS
-    gain_note = ""
-    if gain is None:
-        gain = "linear" if trec else "exponential"
-    elif trec and gain == "exponential":
-        gain_note = (
-            " Note: nDCG uses exponential gain (2^g-1); trec_eval uses linear gain, so graded qrels give other"
-            " numbers than trec_eval's (import with --gain linear to match it)."
-        )
-    if ties not in TIE_ORDERS:
-        raise ImportFailed(
-            [ImportProblem(display, None, None, f"ties must be one of {', '.join(TIE_ORDERS)}, got {ties!r}")]
-        )
-    if missing_topics not in ("skip", "fail"):
-        raise ImportFailed(
-            [ImportProblem(display, None, None, f"missing_topics must be 'skip' or 'fail', got {missing_topics!r}")]
-        )
-    cutoffs = sorted(set(cutoffs or []))
-    if any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in cutoffs):
-        raise ImportFailed([ImportProblem(display, None, None, f"cut-offs must be positive integers, got {cutoffs!r}")])
-    if k is None and not cutoffs and fmt == "msmarco-run":
-        cutoffs = [10]  # MS MARCO's official measure is MRR@10
-    if k is None and cutoffs and trec:
-        k = cutoffs[0]
-    if trec and k is not None and k not in cutoffs:
-        cutoffs = sorted({k, *cutoffs})  # a TREC run keeps rr@k beside rr, as trec_eval users compare them
-    if k is None and fmt in ("langfuse-scores", "phoenix"):
-        k = 1  # scores alone: no retrieval to cut
-
-    trec_options = TrecOptions(ties=ties, skip_missing=missing_topics == "skip")
-    if gain not in GAINS:
-        raise ImportFailed(
-            [ImportProblem(display, None, None, f"gain must be 'exponential' or 'linear', got {gain!r}")]
-        )
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-        raise ImportFailed(
-            [
-                ImportProblem(
-                    display, None, None, f"k must be a positive integer (chunks that reach the model), got {k!r}"
-                )
-            ]
-        )
+    checked = run_options(
+        display=display, fmt=fmt, k=k, cutoffs=cutoffs, gain=gain, ties=ties, missing_topics=missing_topics
+    )
+    trec, k, cutoffs, gain, trec_options = checked.trec, checked.k, checked.cutoffs, checked.gain, checked.trec_options
     version = about_file(display, lambda: version_by_ref(evalset))
     judge = normalize_judge_config(judge_config) if judge_config else None
-    if not isinstance(system_config or {}, dict):
-        raise ImportFailed([ImportProblem("system config", None, None, "the system config must be a JSON object")])
-    try:
-        system = json_safe(system_config or {})
-    except FieldError as error:
-        raise ImportFailed([ImportProblem("system config", None, error.field or None, error.message)]) from None
+    system = system_config_checked(system_config)
     chunk_map, chunk_rows = read_chunk_map(chunks_path) if chunks_path else (None, [])
 
     options = {
@@ -340,19 +322,7 @@ def run_import(
     if count == 0 and not single_pass:
         raise ImportFailed([ImportProblem(display, None, None, "the file holds no rows")])
     if k is None:
-        if widest == 0:
-            raise ImportFailed(
-                [
-                    ImportProblem(
-                        display,
-                        None,
-                        None,
-                        "give k, the number of chunks that reach the model (--k): the rows have no context_ids to infer it from",
-                    )
-                ]
-            )
-        k = widest
-        k_note = k_inferred_note(fmt, k)
+        k, k_note = inferred_k(display, fmt, widest)
     run_k: int = k
 
     def create() -> Run:
@@ -411,23 +381,12 @@ def run_import(
     if not created:
         return RunImportResult(run, False, f"Nothing new: run {name!r} was imported concurrently from this file.")
     refresh_statistics(Row)
-    written = run.row_count
-    coverage = f"{written} of {version.question_count} questions" + (
-        " (partial run: means cover only these)" if written < version.question_count else ""
-    )
-    skip_note = (
-        f" Skipped {len(skipped)} run topic(s) not in {version.label} (as trec_eval does): "
-        f"{', '.join(skipped[:10])}{', ...' if len(skipped) > 10 else ''}."
-        if skipped
-        else ""
-    )
-    at = f"cut-offs {', '.join(map(str, cutoffs))}" if cutoffs else f"k={run_k}"
     return RunImportResult(
         run,
         True,
-        f"Created run {name!r} on {version.label}: {coverage}, {at}{k_note}{f', {gain} gain' if trec else ''}."
-        f"{gold_note(run.summary)}"
-        f"{skip_note}{gain_note}",
+        _created_message(
+            run, name=name, version=version, cutoffs=cutoffs, k_note=k_note, skipped=skipped, options=checked
+        ),
     )
 
 
