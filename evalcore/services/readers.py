@@ -61,6 +61,12 @@ def detect_format(
         )
     if base in TREC_FORMATS or door is None:
         return declared or base
+    return _tool_format(path, name, base=base, declared=declared, given=given, door=door)
+
+
+def _tool_format(path: Path, name: str, *, base: str, declared: str | None, given: str | None, door: str) -> str:
+    """The format of a JSON, CSV or Parquet file by its field names: a tool's export as that tool's, refused
+    when the door does not take it or another format was named."""
     tool = identify(first_keys(path))
     if tool is None and base == "parquet" and huggingface.has_dataset_schema(path):
         tool = "huggingface"

@@ -109,35 +109,38 @@ def _question_id(data: dict[str, Any], text_field: str, text: Any, text_index: d
     return qid
 
 
-def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] | None = None) -> dict[str, Any]:
-    """Return a validated row (question id, retrieval, context, answer, claims, imported scores)."""
-    ragas = fmt == "ragas" or ("user_input" in data and "response" in data and "id" not in data)
-    if ragas:
-        qid = _question_id(data, "user_input", data.get("user_input"), text_index)
-        contexts = [
-            as_text(c, f"retrieved_contexts[{i}]")
-            for i, c in enumerate(as_list(data.get("retrieved_contexts"), "retrieved_contexts"))
-        ]
-        retrieved = as_str_list(data.get("retrieved_context_ids"), "retrieved_context_ids")
-        scores = {
-            str(name): as_number(
-                data[name], str(name), nan_is_null=True
-            )  # Ragas writes NaN for a metric it could not compute
-            for name in data
-            if _is_score(name, data[name])
-        }
-        return {
-            "qid": qid,
-            "retrieved": retrieved,
-            "context_ids": retrieved[: len(contexts)] if retrieved else None,
-            "context": "\n\n".join(contexts),
-            "context_chunks": contexts or None,
-            "answer": as_text(data.get("response"), "response"),
-            "declined": False,
-            "claims": [],
-            "scores": scores,
-            "metadata": {"format": "ragas"},
-        }
+def _ragas_row(data: dict[str, Any], text_index: dict[str, str] | None) -> dict[str, Any]:
+    """A Ragas result row: the question by its text (``user_input``), its contexts, its metrics as scores."""
+    qid = _question_id(data, "user_input", data.get("user_input"), text_index)
+    contexts = [
+        as_text(c, f"retrieved_contexts[{i}]")
+        for i, c in enumerate(as_list(data.get("retrieved_contexts"), "retrieved_contexts"))
+    ]
+    retrieved = as_str_list(data.get("retrieved_context_ids"), "retrieved_context_ids")
+    scores = {
+        str(name): as_number(
+            data[name], str(name), nan_is_null=True
+        )  # Ragas writes NaN for a metric it could not compute
+        for name in data
+        if _is_score(name, data[name])
+    }
+    return {
+        "qid": qid,
+        "retrieved": retrieved,
+        "context_ids": retrieved[: len(contexts)] if retrieved else None,
+        "context": "\n\n".join(contexts),
+        "context_chunks": contexts or None,
+        "answer": as_text(data.get("response"), "response"),
+        "declined": False,
+        "claims": [],
+        "scores": scores,
+        "metadata": {"format": "ragas"},
+    }
+
+
+def _adapted(data: dict[str, Any], fmt: str, text_index: dict[str, str] | None) -> dict[str, Any]:
+    """A tool's record as our row fields (its question by id, else by its text); a record its adapter could not
+    read is refused on its field."""
     if "_langfuse_error" in data:
         field = data["_langfuse_error"]
         raise FieldError(
@@ -145,26 +148,37 @@ def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] 
         )
     if "_phoenix_error" in data:
         raise phoenix_refusal(data["_phoenix_error"])
-    if fmt in ROW_ADAPTERS or fmt == "phoenix":
-        data = ROW_ADAPTERS[fmt](data) if fmt in ROW_ADAPTERS else dict(data)
-        if is_blank(data.get("id")):
-            data["id"] = _question_id(data, TEXT_FIELD.get(fmt, "input"), data.get("_text"), text_index)
-        data.pop("_text", None)
+    if fmt not in ROW_ADAPTERS and fmt != "phoenix":
+        return data
+    data = ROW_ADAPTERS[fmt](data) if fmt in ROW_ADAPTERS else dict(data)
+    if is_blank(data.get("id")):
+        data["id"] = _question_id(data, TEXT_FIELD.get(fmt, "input"), data.get("_text"), text_index)
+    data.pop("_text", None)
+    return data
+
+
+def _context(raw: Any) -> tuple[str, list[str] | None]:
+    """The context as one text, and its chunks when it was given as a list (or a JSON list in a cell)."""
+    if isinstance(raw, (list, tuple)) or (isinstance(raw, str) and raw.strip().startswith("[")):
+        chunks = [as_text(c, "context") for c in as_list(raw, "context")]
+        return "\n\n".join(chunks), chunks
+    return as_text(raw, "context"), None
+
+
+def normalize_row(data: dict[str, Any], *, fmt: str, text_index: dict[str, str] | None = None) -> dict[str, Any]:
+    """Return a validated row (question id, retrieval, context, answer, claims, imported scores)."""
+    if fmt == "ragas" or ("user_input" in data and "response" in data and "id" not in data):
+        return _ragas_row(data, text_index)
+    data = _adapted(data, fmt, text_index)
     qid = as_id(data.get("id"), "id")
     retrieved = as_str_list(data.get("retrieved"), "retrieved")
+    raw_ids = data.get("context_ids")
     context_ids = (
         None
-        if data.get("context_ids") is None
-        or (isinstance(data.get("context_ids"), str) and not data["context_ids"].strip())
-        else as_str_list(data.get("context_ids"), "context_ids")
+        if raw_ids is None or (isinstance(raw_ids, str) and not raw_ids.strip())
+        else as_str_list(raw_ids, "context_ids")
     )
-    raw_context = data.get("context")
-    context_chunks = None
-    if isinstance(raw_context, (list, tuple)) or (isinstance(raw_context, str) and raw_context.strip().startswith("[")):
-        context_chunks = [as_text(c, "context") for c in as_list(raw_context, "context")]
-        context = "\n\n".join(context_chunks)
-    else:
-        context = as_text(raw_context, "context")
+    context, context_chunks = _context(data.get("context"))
     metadata = extra_fields(data, ROW_FIELDS | {k for k in data if str(k).startswith("scores.")})
     scores = _scores(data.get("scores"))
     for key, value in data.items():  # CSV and Parquet may give scores as scores.<metric> columns

@@ -180,65 +180,76 @@ def tool_records(fmt: str, records: Iterable[Record], problems: ProblemCollector
     return records
 
 
+def _deepeval_question(data: dict[str, Any]) -> dict[str, Any]:
+    text = as_text(data.get("input"), "input", required=True)
+    metadata = _first(data, "additional_metadata", "additionalMetadata", "metadata") or {}
+    contexts = _first(data, "context")
+    return {
+        "id": _first(data, "id") or _metadata_id(metadata) or text_id(text),
+        "question": text,
+        "reference_answer": _text_of(
+            _first(data, "expected_output", "expectedOutput"), "expected_output", _ANSWER_KEYS
+        ),
+        "metadata": json_safe(
+            {
+                **({"context": _contexts(contexts, "context", delimiter="|")} if contexts is not None else {}),
+                **(metadata if isinstance(metadata, dict) else {}),
+                **{k: data[k] for k in ("comments", "source_file", "name") if not is_blank(data.get(k))},
+            },
+            "additional_metadata",
+        ),
+    }
+
+
+def _langfuse_question(data: dict[str, Any]) -> dict[str, Any]:
+    text = _text_of(data.get("input"), "input", _TEXT_KEYS, required=True)
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    return {
+        "id": _first(data, "id") or text_id(text),
+        "question": text,
+        "reference_answer": _text_of(data.get("expectedOutput"), "expectedOutput", _ANSWER_KEYS),
+        "type": metadata.get("type") or "",
+        "gold": metadata.get("gold"),
+        "metadata": json_safe(
+            {
+                **{k: v for k, v in metadata.items() if k not in ("type", "gold")},
+                **{k: data[k] for k in ("status", "sourceTraceId", "datasetName") if not is_blank(data.get(k))},
+            },
+            "metadata",
+        ),
+    }
+
+
+def _langsmith_question(data: dict[str, Any]) -> dict[str, Any]:
+    text = _text_of(data.get("inputs"), "inputs", _TEXT_KEYS, required=True)
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    return {
+        "id": _metadata_id(metadata) or _first(data, "id") or text_id(text),
+        "question": text,
+        "reference_answer": _text_of(data.get("outputs") or "", "outputs", _ANSWER_KEYS),
+        "type": metadata.get("type") or "",
+        "gold": metadata.get("gold"),
+        "metadata": json_safe(
+            {
+                **{k: v for k, v in metadata.items() if k not in ("type", "gold", "id", "question_id")},
+                **({"split": data["split"]} if not is_blank(data.get("split")) else {}),
+            },
+            "metadata",
+        ),
+    }
+
+
+_OWN_QUESTIONS = {"deepeval": _deepeval_question, "langfuse": _langfuse_question, "langsmith": _langsmith_question}
+
+
 def tool_question(data: dict[str, Any], tool: str) -> dict[str, Any]:
     """A tool's record as a plain question record (DeepEval, Langfuse, LangSmith here; the rest in :mod:`.tools`)."""
     if tool in QUESTION_ADAPTERS:
         return QUESTION_ADAPTERS[tool](data)
     if tool == "beir-qrels":
         return data  # grouped by tool_records into {"id", "gold"}, as TREC qrels are
-    if tool == "deepeval":
-        text = as_text(data.get("input"), "input", required=True)
-        metadata = _first(data, "additional_metadata", "additionalMetadata", "metadata") or {}
-        contexts = _first(data, "context")
-        return {
-            "id": _first(data, "id") or _metadata_id(metadata) or text_id(text),
-            "question": text,
-            "reference_answer": _text_of(
-                _first(data, "expected_output", "expectedOutput"), "expected_output", _ANSWER_KEYS
-            ),
-            "metadata": json_safe(
-                {
-                    **({"context": _contexts(contexts, "context", delimiter="|")} if contexts is not None else {}),
-                    **(metadata if isinstance(metadata, dict) else {}),
-                    **{k: data[k] for k in ("comments", "source_file", "name") if not is_blank(data.get(k))},
-                },
-                "additional_metadata",
-            ),
-        }
-    if tool == "langfuse":
-        text = _text_of(data.get("input"), "input", _TEXT_KEYS, required=True)
-        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-        return {
-            "id": _first(data, "id") or text_id(text),
-            "question": text,
-            "reference_answer": _text_of(data.get("expectedOutput"), "expectedOutput", _ANSWER_KEYS),
-            "type": metadata.get("type") or "",
-            "gold": metadata.get("gold"),
-            "metadata": json_safe(
-                {
-                    **{k: v for k, v in metadata.items() if k not in ("type", "gold")},
-                    **{k: data[k] for k in ("status", "sourceTraceId", "datasetName") if not is_blank(data.get(k))},
-                },
-                "metadata",
-            ),
-        }
-    if tool == "langsmith":
-        text = _text_of(data.get("inputs"), "inputs", _TEXT_KEYS, required=True)
-        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-        return {
-            "id": _metadata_id(metadata) or _first(data, "id") or text_id(text),
-            "question": text,
-            "reference_answer": _text_of(data.get("outputs") or "", "outputs", _ANSWER_KEYS),
-            "type": metadata.get("type") or "",
-            "gold": metadata.get("gold"),
-            "metadata": json_safe(
-                {
-                    **{k: v for k, v in metadata.items() if k not in ("type", "gold", "id", "question_id")},
-                    **({"split": data["split"]} if not is_blank(data.get("split")) else {}),
-                },
-                "metadata",
-            ),
-        }
+    if tool in _OWN_QUESTIONS:
+        return _OWN_QUESTIONS[tool](data)
     raise ValueError(f"no question adapter for {tool}")
 
 
