@@ -109,6 +109,7 @@ DOORS: dict[tuple[str, str], Door] = {
         False, WRITES, {"name": "{campaign}"}, {"item_id": "{held}", "value": "supported"}
     ),
     ("labelling:export", "POST"): Door(True, EXPORTS, {"name": "{campaign}", "fmt": "csv"}),
+    ("labelling:report-publish", "POST"): Door(True, EXPORTS, {"name": "{campaign}", "fmt": "html"}),
     ("labelling:import", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"file": "{labels_file}"}),
     # the judge report, re-measurement and disagreement exports
     ("labelling:report", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
@@ -152,6 +153,7 @@ DOORS: dict[tuple[str, str], Door] = {
         False, "lists the exports (who, when, how many items), not their content", {"name": "{campaign}"}
     ),
     ("api-exports", "POST"): Door(True, EXPORTS, {"name": "{campaign}"}, {"format": "chat"}),
+    ("api-judge-report-publish", "POST"): Door(True, EXPORTS, {"name": "{campaign}"}, {"format": "json"}),
     ("api-try-prompt", "POST"): Door(
         False,
         TRY_PROMPT,

@@ -89,6 +89,7 @@ NOT_PAGES = {
     "labelling:preview": "a POST returning the strata preview fragment",
     "labelling:annotators": "a POST",
     "labelling:export": "a POST recording an export, then a download",
+    "labelling:report-publish": "a POST recording an export, then a download (a self-contained page checked in test_published_report)",
     "labelling:export-create": "a POST recording an export",
     "labelling:export-download": "a file download",
     "labelling:import": "a POST (an upload)",
