@@ -99,11 +99,11 @@ def _prepare(spec: dict[str, Any]) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.contrib.auth.hashers import make_password
     from django.db import connection
-    from rest_framework.authtoken.models import Token
 
     from evalcore.demo import write_demo_files
     from evalcore.services.evalsets import evalset_import
     from evalcore.services.runs import run_import
+    from labelstudio_lite.accounts.tokens import token_create
     from labelstudio_lite.labelling.services.campaigns import campaign_create
 
     User = get_user_model()
@@ -142,7 +142,7 @@ def _prepare(spec: dict[str, Any]) -> dict[str, Any]:
         )
         out["campaigns"][key] = {"name": campaign.name, "items": campaign.items.count(), "overlap": overlap}
     for user in [*crowd, solo]:
-        out["tokens"][user.username] = Token.objects.create(user=user).key
+        out["tokens"][user.username] = token_create(user=user, name="tests").key
     # planner statistics, as autovacuum (PostgreSQL) or an `ANALYZE` after a bulk load would leave them
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")

@@ -56,7 +56,6 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
@@ -152,6 +151,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+
+# A one-time link (an invitation, or a password reset by an eval owner) works this many hours.
+ACCESS_LINK_HOURS = envint("ACCESS_LINK_HOURS", 72, minimum=1)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -307,7 +309,7 @@ JOB_STALE_SECONDS = envint("JOB_STALE_SECONDS", 120, minimum=1)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "labelstudio_lite.accounts.tokens.TokenAuthentication",  # hashed keys (accounts/tokens.py)
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -13,6 +13,8 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("favicon.ico", views.favicon, name="favicon"),
+    path("", include("labelstudio_lite.accounts.urls")),
     path("", include("evalcore.urls")),
     path("", include("labelstudio_lite.labelling.urls")),
     path("api/", include("evalcore.api_urls")),

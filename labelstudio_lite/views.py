@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template import loader
 from django.views.decorators.http import require_GET
@@ -22,6 +24,15 @@ def home(request: HttpRequest) -> HttpResponse:
     if is_eval_owner(request.user):
         context["attention"] = owner_home()
     return render(request, "home.html", context)
+
+
+@login_not_required
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, for the clients that ask for it whatever the page says (pages link the SVG one)."""
+    response = FileResponse((settings.BASE_DIR / "static" / "favicon.ico").open("rb"), content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
 
 
 def _error_page(request: HttpRequest, exception: Exception | None, *, template: str, status: int) -> HttpResponse:

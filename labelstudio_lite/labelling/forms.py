@@ -132,7 +132,9 @@ class LabelImportForm(forms.Form):
 
 
 class AnnotatorsForm(forms.Form):
-    annotators = forms.ModelMultipleChoiceField(queryset=get_user_model().objects.order_by("username"))
+    annotators = forms.ModelMultipleChoiceField(
+        queryset=get_user_model().objects.filter(is_active=True).order_by("username")
+    )
 
 
 class RemoveAnnotatorForm(forms.Form):

@@ -12,14 +12,24 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from django.db.models import Count, F, Prefetch, Q, QuerySet
+from django.db.models import Count, F, Max, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from evalcore.engine import UndefinedMetricWarning
 from evalcore.engine.reliability import krippendorff_alpha, pairwise_kappa
 from evalcore.selectors import NotFound
 
-from .models import Adjudication, Campaign, CampaignAnnotator, ExportRecord, Item, Label, RemeasurementView, VerdictSet
+from .models import (
+    Adjudication,
+    Campaign,
+    CampaignAnnotator,
+    ExportRecord,
+    Item,
+    Label,
+    Lease,
+    RemeasurementView,
+    VerdictSet,
+)
 from .results import Result
 
 COUNTED = (Label.Value.SUPPORTED, Label.Value.UNSUPPORTED)
@@ -440,3 +450,61 @@ def annotator_agreement(campaign: Campaign) -> AnnotatorAgreement:
         overlapping_items=len(overlapping),
         disagreeing_items=sum(1 for values in overlapping if len(set(values)) > 1),
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# Who labelled what (the People pages)
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one person did in one campaign: labels given (can't tell apart), items held now, their last answer."""
+
+    campaign: str
+    assigned: bool
+    labels: int
+    cant_tell: int
+    held: int
+    last_at: Any
+
+    @property
+    def answers(self) -> int:
+        return self.labels + self.cant_tell
+
+
+def work_by_person(*, user_ids: list[int] | None = None) -> dict[int, list[Work]]:
+    """Per person (by id), each campaign they are assigned to or labelled in, newest answer first; three queries."""
+    labels = Label.objects.filter(annotator__isnull=False)
+    members = CampaignAnnotator.objects.all()
+    leases = Lease.objects.active()
+    if user_ids is not None:
+        labels = labels.filter(annotator_id__in=user_ids)
+        members = members.filter(user_id__in=user_ids)
+        leases = leases.filter(annotator_id__in=user_ids)
+    counted = labels.values("annotator_id", "item__campaign__name").annotate(
+        labels=Count("pk", filter=Q(value__in=COUNTED)),
+        cant_tell=Count("pk", filter=Q(value=Label.Value.CANT_TELL)),
+        last_at=Max("updated_at"),
+    )
+    held = Counter(leases.values_list("annotator_id", "item__campaign__name"))
+    assigned = set(members.values_list("user_id", "campaign__name"))
+    found: dict[tuple[int, str], dict[str, Any]] = {
+        (row["annotator_id"], row["item__campaign__name"]): row for row in counted
+    }
+    out: dict[int, list[Work]] = defaultdict(list)
+    for user_id, name in sorted(set(found) | assigned | set(held)):
+        row = found.get((user_id, name), {})
+        out[user_id].append(
+            Work(
+                campaign=name,
+                assigned=(user_id, name) in assigned,
+                labels=row.get("labels", 0),
+                cant_tell=row.get("cant_tell", 0),
+                held=held.get((user_id, name), 0),
+                last_at=row.get("last_at"),
+            )
+        )
+    for works in out.values():
+        works.sort(key=lambda w: (w.last_at is None, -(w.last_at.timestamp() if w.last_at else 0), w.campaign))
+    return dict(out)

@@ -2,7 +2,8 @@
 // * on narrow screens the top bar's menu folds behind a "Menu" button;
 // * every region that scrolls (a wide table, a long context) can be reached and scrolled with the
 //   keyboard: it gets tabindex="0" and a name, as screen readers expect;
-// * window.lslPost(url, fields): a form POST that asks for JSON, with the CSRF token (label.js).
+// * window.lslPost(url, fields): a form POST that asks for JSON, with the CSRF token (label.js);
+// * a button with data-copy="ID" copies that field's value (a link, a password or a key shown once).
 (function () {
   "use strict";
   document.documentElement.classList.add("js");
@@ -29,6 +30,17 @@
       signal: controller.signal,
     }).finally(function () { window.clearTimeout(timeout); });
   };
+
+  document.addEventListener("click", function (event) {
+    const button = event.target.closest && event.target.closest("[data-copy]");
+    if (!button) return;
+    const field = document.getElementById(button.dataset.copy);
+    if (!field) return;
+    field.select();
+    const done = function () { button.textContent = "Copied"; };
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(field.value).then(done, function () {});
+    else if (document.execCommand && document.execCommand("copy")) done();
+  });
 
   const toggle = document.querySelector(".nav-toggle");
   const menu = document.getElementById("site-menu");

@@ -72,10 +72,10 @@ def running_on(job_id: int, timeout: float, logs) -> int:
 def test_two_hosts_and_two_workers_survive_killed_workers_a_stopped_broker_and_tell_each_fault(
     tmp_path, owner, annotator
 ):
-    from rest_framework.authtoken.models import Token
+    from labelstudio_lite.accounts.tokens import token_create
 
-    owner_token = Token.objects.create(user=owner).key
-    annotator_token = Token.objects.create(user=annotator).key
+    owner_token = token_create(user=owner, name="tests").key
+    annotator_token = token_create(user=annotator, name="tests").key
     broker = redis_server(tmp_path, "broker")
     cache = redis_server(tmp_path, "cache")
     with s3_server() as endpoint:

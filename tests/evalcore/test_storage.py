@@ -148,9 +148,10 @@ def test_cleanup_deletes_old_uploads_no_job_reads_and_keeps_the_rest(settings, t
 def test_an_upload_cut_off_by_its_client_leaves_no_temporary_file(settings, owner):
     """gunicorn raises when the client goes away mid-body; Django's upload handler deletes its temporary file."""
     from django.test.client import ClientHandler
-    from rest_framework.authtoken.models import Token
 
-    token = Token.objects.create(user=owner)
+    from labelstudio_lite.accounts.tokens import token_create
+
+    token = token_create(user=owner, name="tests")
     boundary = "xyzBOUNDARY"
     head = (
         f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nsupport\r\n'

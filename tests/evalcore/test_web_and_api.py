@@ -9,12 +9,12 @@ import time
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 
 from evalcore.jobs import IMPORT_RUN
 from evalcore.models import Comparison, EvalSetVersion, Job, Row, Run
 from evalcore.services.comparisons import compare_runs
 from evalcore.services.jobs import progress_reporter
+from labelstudio_lite.accounts.tokens import token_create
 from tests.factories import JUDGE, QUESTIONS, make_eval_set, make_run, ok_row, ok_rows
 
 from .conftest import db_counts
@@ -141,11 +141,11 @@ def test_eval_owners_reach_every_endpoint(owner_client, world):
 
 
 def test_token_authentication_works_for_scripts(client, owner, annotator, world):
-    token = Token.objects.create(user=owner)
+    token = token_create(user=owner, name="tests")
     response = client.get("/api/runs/", HTTP_AUTHORIZATION=f"Token {token.key}")
     assert response.status_code == 200
     assert {r["name"] for r in response.json()["results"]} == {"base", "cand"}
-    annotator_token = Token.objects.create(user=annotator)
+    annotator_token = token_create(user=annotator, name="tests")
     assert client.get("/api/runs/", HTTP_AUTHORIZATION=f"Token {annotator_token.key}").status_code == 403
     assert client.get("/api/runs/", HTTP_AUTHORIZATION="Token not-a-real-token").status_code == 401
 
@@ -155,7 +155,7 @@ def test_a_superuser_is_an_eval_owner_and_an_inactive_owner_is_not(client, djang
     client.force_login(boss)
     assert client.get(reverse("evalcore:runs")).status_code == 200
     gone = django_user_model.objects.create_user("gone", password="gone-pass-123", role="eval_owner")
-    token = Token.objects.create(user=gone)
+    token = token_create(user=gone, name="tests")
     gone.is_active = False
     gone.save()
     assert client.get("/api/runs/", HTTP_AUTHORIZATION=f"Token {token.key}").status_code in (401, 403)
@@ -298,7 +298,7 @@ def test_an_api_upload_creates_a_job_that_succeeds_with_a_result(owner_client):
 
 
 def test_an_api_run_upload_and_gate_with_a_token_end_in_a_logged_comparison(client, owner, big_version):
-    token = Token.objects.create(user=owner)
+    token = token_create(user=owner, name="tests")
     auth = {"HTTP_AUTHORIZATION": f"Token {token.key}"}
     for name, rows in (
         ("base", [ok_row(qid) for qid in ALL_IDS]),

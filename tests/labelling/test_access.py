@@ -289,9 +289,9 @@ def test_a_campaign_that_does_not_exist_is_404_for_annotators_and_owners(world, 
 
 
 def test_the_annotator_api_works_with_a_token_and_says_401_without_one(world, annotator, client):
-    from rest_framework.authtoken.models import Token
+    from labelstudio_lite.accounts.tokens import token_create
 
-    token = Token.objects.create(user=annotator)
+    token = token_create(user=annotator, name="tests")
 
     anonymous = client.get("/api/label/campaigns/")
     with_token = client.get("/api/label/campaigns/", HTTP_AUTHORIZATION=f"Token {token.key}")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from rest_framework.authtoken.models import Token
+
+from labelstudio_lite.accounts.tokens import token_create
 
 from .schemathesis_cli import st_run
 from .snapshots import labelling_state
@@ -26,7 +27,7 @@ def test_fuzzing_every_read_of_the_api_changes_no_campaign(live_server, tuned_ca
 
     for user in (owner, annotator):
         result = fuzz_reads(
-            live_server.url, Token.objects.create(user=user).key, campaign.name, verdict_set.pk, tmp_path
+            live_server.url, token_create(user=user, name="tests").key, campaign.name, verdict_set.pk, tmp_path
         )
         assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
         assert "passed" in result.stdout

@@ -135,9 +135,9 @@ def test_an_eval_owner_reaches_every_page_and_endpoint(owner_client, campaign, v
 
 
 def test_a_token_authenticated_owner_gets_the_report_as_json(owner, campaign, client):
-    from rest_framework.authtoken.models import Token
+    from labelstudio_lite.accounts.tokens import token_create
 
-    token = Token.objects.create(user=owner)
+    token = token_create(user=owner, name="tests")
 
     response = client.get(f"/api/campaigns/{campaign.name}/judge-report/", HTTP_AUTHORIZATION=f"Token {token.key}")
 

@@ -24,6 +24,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from evalcore.models import EvalSetVersion, Job, Row, Run
 from evalcore.services.comparisons import compare_runs
+from labelstudio_lite.accounts.services import user_invite
 from labelstudio_lite.labelling.models import Campaign, Label, VerdictSet
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
 from tests.conftest import ARTIFACTS, log_in
@@ -77,6 +78,12 @@ PAGES = [
     Page("labelling:adjudicate", "/campaigns/demo-claims/adjudicate/", "owner"),
     Page("labelling:report", "/campaigns/faithfulness-claims/report/", "owner"),
     Page("labelling:remeasure", "/campaigns/faithfulness-claims/remeasure/?verdicts={verdicts}", "owner"),
+    Page("accounts:people", "/people/", "owner"),
+    Page("accounts:person", "/people/{ann1}/", "owner"),
+    Page("accounts:tokens", "/account/tokens/", "owner"),
+    Page("accounts:tokens", "/account/tokens/", "annotator"),
+    Page("403 (an annotator on the People page)", "/people/", "annotator"),
+    Page("accounts:link", "/accounts/link/{link}/", "anonymous", "#id_new_password1"),
     Page("api-docs", "/api/docs/", "owner", "h1"),
     Page("404 (no such page)", "/no/such/page/", "owner"),
 ]
@@ -99,6 +106,9 @@ NOT_PAGES = {
     "evalcore:job-cancel": "a POST that cancels a job",
     "evalcore:rescore": "a POST that starts re-scoring a baseline",
     "labelling:try-prompt": "a POST that starts trying a prompt on the disagreements",
+    "accounts:person-access": "a POST (deactivate, reset, invite again)",
+    "accounts:token-revoke": "a POST that revokes a token",
+    "favicon": "an image",
     "healthz": "JSON for load balancers",
     "readyz": "JSON for load balancers",
     "metrics": "Prometheus text for a scraper",
@@ -166,6 +176,8 @@ def world(settings, tmp_path):
         job=done.pk,
         verdicts=VerdictSet.objects.get(campaign__name="faithfulness-claims").pk,
         judge=run.judge_config_id,
+        ann1=ann1.pk,
+        link=user_invite(username="newcomer", role="annotator").link.token,
     )
 
 

@@ -40,8 +40,22 @@ def test_it_is_idempotent_and_keeps_the_password_of_an_existing_user(monkeypatch
 
 def test_a_new_user_without_a_password_gets_one_printed_once():
     said = create_user("anna", "--role", "annotator")
+    assert said.splitlines()[0] == "Created annotator 'anna'."  # not "already exists ... nothing changed"
+    assert "already exists" not in said
     password = said.split("Password (shown once): ")[1].strip()
     assert get_user_model().objects.get(username="anna").check_password(password)
+
+
+def test_with_link_a_new_user_gets_a_one_time_link_to_set_their_own_password(client):
+    said = create_user("lena", "--role", "annotator", "--link")
+    assert said.splitlines()[0] == "Created annotator 'lena'." and "Password" not in said
+    path = said.split("prefix it with this site's address): ")[1].split()[0]
+    assert not get_user_model().objects.get(username="lena").has_usable_password()
+    done = client.post(path, {"new_password1": "lenas-own-pass", "new_password2": "lenas-own-pass"})
+    assert done.status_code == 302
+    assert get_user_model().objects.get(username="lena").check_password("lenas-own-pass")
+    # the People page's services made it: the invitation shows there
+    assert "nothing changed" in create_user("lena", "--role", "annotator", "--link")
 
 
 def test_it_moves_an_existing_user_to_another_role():

@@ -63,14 +63,14 @@ def test_readyz_names_unapplied_migrations_and_an_unreachable_storage(monkeypatc
 
 
 def test_the_api_answers_a_database_outage_with_a_json_503(owner, monkeypatch):
-    from rest_framework.authtoken.models import Token
+    from labelstudio_lite.accounts.tokens import token_create
 
-    token = Token.objects.create(user=owner)
+    token = token_create(user=owner, name="tests")
 
     def down(*args, **kwargs):
         raise OperationalError('connection to server at "db", port 5432 failed: Connection refused')
 
-    monkeypatch.setattr("rest_framework.authentication.TokenAuthentication.authenticate_credentials", down)
+    monkeypatch.setattr("labelstudio_lite.accounts.tokens.TokenAuthentication.authenticate_credentials", down)
     response = Client(raise_request_exception=False).get("/api/evalsets/", HTTP_AUTHORIZATION=f"Token {token.key}")
     assert response.status_code == 503 and response["Content-Type"] == "application/json"
     assert response["Retry-After"] and "The database is unavailable" in response.json()["detail"]

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 
 from evalcore.services.spreadsheets import spreadsheet_cell
+from labelstudio_lite.accounts.tokens import token_create
 from labelstudio_lite.labelling.services.exports import labels_export
 from tests.factories import make_marked_run
 
@@ -61,7 +61,7 @@ def test_an_api_client_over_its_rate_gets_429_with_retry_after_and_is_logged(own
         "DEFAULT_THROTTLE_RATES": {"user": "3/minute"},
     }
     caplog.set_level(logging.WARNING, logger="labelstudio_lite.throttles")
-    token = Token.objects.create(user=owner).key
+    token = token_create(user=owner, name="tests").key
     answers = [client.get("/api/runs/", HTTP_AUTHORIZATION=f"Token {token}").status_code for _ in range(4)]
     assert answers == [200, 200, 200, 429]
     throttled = client.get("/api/runs/", HTTP_AUTHORIZATION=f"Token {token}")

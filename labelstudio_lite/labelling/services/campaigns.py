@@ -340,8 +340,14 @@ def _users(users: Iterable[Any]) -> list[Any]:
 
 
 def campaign_set_annotators(*, campaign: Campaign, users: Iterable[Any]) -> None:
-    """Assign annotators, users or usernames (adding only; labels already given stay)."""
-    for user in _users(users):
+    """Assign annotators, users or usernames (adding only; labels already given stay); deactivated people are refused."""
+    users = _users(users)
+    inactive = sorted(user.username for user in users if not user.is_active)
+    if inactive:
+        raise CampaignError(
+            f"deactivated, so they cannot label: {', '.join(inactive)} (bring them back on the People page)"
+        )
+    for user in users:
         CampaignAnnotator.objects.get_or_create(campaign=campaign, user=user)
 
 
@@ -401,5 +407,5 @@ def campaign_fresh_heldout(*, campaign: Campaign, name: str, size: int, user: An
             created_by=user,
         )
         _create_items(new, chosen, order_seed=campaign.seed + 1001)
-        campaign_set_annotators(campaign=new, users=campaign.annotators.all())
+        campaign_set_annotators(campaign=new, users=campaign.annotators.filter(is_active=True))
     return new

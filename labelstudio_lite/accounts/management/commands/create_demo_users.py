@@ -3,8 +3,10 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from labelstudio_lite.accounts.services import user_save
+
 DEMO_USERS = [
-    ("owner", "owner-demo-pass", "eval_owner", "Eval owner: runs, gates, campaigns, judge reports"),
+    ("owner", "owner-demo-pass", "owner", "Eval owner: runs, gates, campaigns, judge reports"),
     ("ann1", "ann1-demo-pass", "annotator", "Annotator"),
     ("ann2", "ann2-demo-pass", "annotator", "Annotator"),
     ("ann3", "ann3-demo-pass", "annotator", "Annotator"),
@@ -12,16 +14,16 @@ DEMO_USERS = [
 
 
 class Command(BaseCommand):
-    help = "Create demo users (idempotent; existing users keep their passwords) and print the logins."
+    help = "Create demo users (idempotent; existing users keep their role and password) and print the logins."
 
     def handle(self, *args, **options):
-        User = get_user_model()
+        existing = set(
+            get_user_model().objects.filter(username__in=[u[0] for u in DEMO_USERS]).values_list("username", flat=True)
+        )
         lines = []
         for username, password, role, what in DEMO_USERS:
-            user, created = User.objects.get_or_create(username=username, defaults={"role": role})
-            if created:
-                user.set_password(password)
-                user.save(update_fields=["password"])
-            note = "" if created else " (existing user; password unchanged)"
+            if username not in existing:  # the same service as create_user and the People page
+                user_save(username=username, role=role, password=password)
+            note = " (existing user; password unchanged)" if username in existing else ""
             lines.append(f"  {username:<7} / {password:<16} {what}{note}")
         self.stdout.write("Demo logins:\n" + "\n".join(lines))
