@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django import forms
 from django.contrib.auth import get_user_model
 
@@ -69,15 +71,31 @@ class CampaignForm(forms.Form):
 
 
 class HoldingForm(forms.Form):
-    """The items the labelling page holds (shown or waiting in its queue): comma-separated ids."""
+    """What the labelling page says of itself: the items it holds (shown or waiting in its queue, comma-separated
+    ids), which page it is (a browser tab), how many items it would hold ahead, and whether it takes the
+    campaign over from another page. The last three are hints: a malformed one is ignored, never an error."""
 
     have = forms.CharField(required=False, max_length=2000)
+    page = forms.CharField(required=False, max_length=200)
+    ahead = forms.CharField(required=False, max_length=20)
+    take_over = forms.CharField(required=False, max_length=10)
 
     def clean_have(self) -> list[int]:
         ids = [part.strip() for part in self.cleaned_data["have"].split(",") if part.strip()]
         if not all(part.isdigit() for part in ids):
             raise forms.ValidationError("a comma-separated list of item ids")
         return [int(part) for part in ids if 0 < int(part) < 2**63][:50]
+
+    def clean_page(self) -> str:
+        page = self.cleaned_data["page"]
+        return page if re.fullmatch(r"[A-Za-z0-9_-]{8,40}", page) else ""
+
+    def clean_ahead(self) -> int | None:
+        ahead = self.cleaned_data["ahead"]
+        return int(ahead) if ahead.isascii() and ahead.isdigit() and len(ahead) < 4 else None
+
+    def clean_take_over(self) -> bool:
+        return self.cleaned_data["take_over"] in ("1", "true")
 
 
 class AnswerForm(HoldingForm):

@@ -53,7 +53,12 @@ class Campaign(Authored):
     seed = models.PositiveIntegerField(default=7)
     heldout_fraction = models.FloatField(default=0.3)
     overlap = models.PositiveSmallIntegerField(default=1, help_text="Different annotators per item.")
-    lease_seconds = models.PositiveIntegerField(default=600)
+    lease_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="How long an annotator holds an item without activity; empty: the site's LABEL_LEASE_SECONDS, "
+        "as it is set at each hand-out.",
+    )
     strata = models.JSONField(default=list, blank=True, help_text="Per stratum: available and sampled counts.")
     fit_kappa = models.FloatField(default=0.7, help_text="Judge fit to gate needs kappa at least this.")
     fit_miss_rate = models.FloatField(default=0.15, help_text="... and a failure-class miss rate at most this.")
@@ -81,10 +86,18 @@ class Campaign(Authored):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def lease_length(self) -> int:
+        """Seconds an item is held without activity: the campaign's own, else ``LABEL_LEASE_SECONDS`` as set now."""
+        return self.lease_seconds or settings.LABEL_LEASE_SECONDS
+
 
 class CampaignAnnotator(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    #: the labelling page (one browser tab) this person labels the campaign from; another tab is told so
+    page = models.CharField(max_length=40, blank=True)
+    page_seen_at = models.DateTimeField(null=True, blank=True)
     added_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -9,6 +9,7 @@ urlpatterns = [
     path("label/<slug:name>/", annotate.label_page, name="label"),
     path("label/<slug:name>/next/", annotate.take_next, name="next"),
     path("label/<slug:name>/answer/", annotate.answer, name="answer"),
+    path("label/<slug:name>/leave/", annotate.leave, name="leave"),
     path("label/<slug:name>/recent/", annotate.recent, name="recent"),
     path("label/<slug:name>/labels/<int:label_id>/", annotate.edit_label, name="edit"),
     path("campaigns/", campaigns.campaign_list, name="campaigns"),

@@ -15,6 +15,8 @@
     return input ? input.value : "";
   }
 
+  window.lslCsrf = csrf;
+
   window.lslPost = function (url, fields) {
     const body = new URLSearchParams();
     Object.keys(fields).forEach(function (name) {

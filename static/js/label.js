@@ -1,25 +1,25 @@
 // The labelling page, keyboard first, and it never loses an answer.
 //
-// Keys: S supported, U unsupported, C can't tell, K (or →) skip, Z (or Backspace) undo, B (or ←)
-// your labels, ? the shortcut list; none while the focus is in a text field (Esc leaves it), none
-// for GUARD ms after a new item appears (a double press cannot answer an unseen item), none repeated.
+// Keys (label-keys.js) do nothing for GUARD ms after a new item appears, so a double press cannot
+// answer an item nobody has seen. What the page says is built in label-view.js.
 //
-// The page holds the item on screen plus a few more (leased to this annotator), so the next one
-// appears at once. Answers queue in sessionStorage (a reload keeps them) with their item's
-// idempotency key and are sent in order; on a network error, a 5xx or a 503 (database busy) they
-// stay queued behind a banner and are sent again with backoff (Retry-After wins) while the keys keep
-// working. Every reply refills the queue and says where the held items stand (answered in another
-// tab: move on). While the annotator is active the page renews its leases and shows the time left
-// once it runs low.
+// The page holds the item on screen plus a few minutes of work at the annotator's pace (leased to
+// them; at most data-max-ahead more, and no more than they could answer before the holds end), so
+// the next item appears at once and work goes on through an outage. Answers queue in localStorage
+// (label-store.js: a reload or a closed tab keeps them) with their item's idempotency key and are
+// sent in order; on a network error, a 5xx or a 503 (database busy) they wait behind a banner that
+// says so and are sent again with backoff (Retry-After wins) while the keys keep working. Offline,
+// the page shows only items whose hold has not run out, and says plainly why it waits once none is
+// left. Every reply refills the queue and says where the held items stand. One page labels a
+// campaign at a time (label-tabs.js, and the server's 409): another is told at once, and may take
+// over. While the annotator is active the page renews its leases and shows the time left once it
+// runs low.
 (function () {
   "use strict";
 
-  const ANSWER_KEYS = { s: "supported", u: "unsupported", c: "cant_tell", k: "skip", ArrowRight: "skip" };
-  const CHANGE_KEYS = { s: "supported", u: "unsupported", c: "cant_tell" };
-  const WORDS = { supported: "supported", unsupported: "unsupported", cant_tell: "can't tell", skip: "skipped" };
-
-  const typing = window.labelTools.typing;
-  const keyOf = window.labelTools.keyOf;
+  const view = window.labelView;
+  const WORDS = view.WORDS;
+  const plural = view.plural;
   const app = document.getElementById("label-app");
   if (!app) return;
 
@@ -31,36 +31,35 @@
     nextUrl: app.dataset.nextUrl,
     answerUrl: app.dataset.answerUrl,
     editUrl: function (labelId) { return app.dataset.editUrl.replace(/\/0\/$/, "/" + labelId + "/"); },
+    leaveUrl: app.dataset.leaveUrl,
     leaseMs: 1000 * Number(app.dataset.leaseSeconds || 600),
     guardMs: Number(app.dataset.guardMs || 250),
+    holdSeconds: Number(app.dataset.holdSeconds || 240),
+    maxAhead: Number(app.dataset.maxAhead || 15),
   };
+  // offline, an item is shown only while this much of its hold is left (its answer is then certain)
+  const OFFLINE_MARGIN_MS = 15000;
   const area = document.getElementById("item-area");
   const statusLine = document.getElementById("label-status");
   const alertBox = document.getElementById("label-alert");
   const banner = document.getElementById("connection-banner");
   const bannerText = document.getElementById("connection-text");
   const timer = document.getElementById("lease-timer");
-  const dialog = document.getElementById("shortcuts");
-  const store = window.sessionStorage;
-  const QUEUE = "lsl-queue:" + app.dataset.user + ":" + app.dataset.campaign; // a queue is one person's
-  const HISTORY = "lsl-history:" + app.dataset.user + ":" + app.dataset.campaign;
+  const store = window.labelStore(app.dataset.user, app.dataset.campaign); // a queue is one person's
+  const tabs = window.labelTabs(store);
 
-  function load(name, fallback) {
-    try { return JSON.parse(store.getItem(name)) || fallback; } catch (e) { return fallback; }
-  }
   function save() {
-    try {
-      store.setItem(QUEUE, JSON.stringify(state.queue));
-      store.setItem(HISTORY, JSON.stringify(state.history.slice(-50)));
-    } catch (e) { /* storage full or off: the queue still lives in memory */ }
+    if (state.paused === "tab") return; // the page that took over owns the stored queue now
+    store.save(state.queue, state.history);
   }
 
   const state = {
     current: null, // the item on screen: {id, key, html, expiresAt, shownAt, lost}
     buffer: [], // items held, not shown yet
-    queue: load(QUEUE, []), // answers not yet confirmed by the server, oldest first
-    history: load(HISTORY, []), // what Z goes back to: [{labelId}|{skipped: id, html}], newest last
-    mode: "waiting", // waiting | item | edit | done
+    queue: [], // answers not yet confirmed by the server, oldest first (loaded once this page labels)
+    history: [], // what Z goes back to: [{labelId}|{skipped: id, html}], newest last
+    mode: "waiting", // waiting | item | edit | done | elsewhere
+    paused: "", // "" labelling; "tab": another tab of this browser took over; "server": another browser or device has it
     editing: null, // {labelId, depth}
     sending: false,
     failures: 0,
@@ -72,8 +71,13 @@
     syncing: false,
     undoDepth: 0,
   };
-  if (!state.history.length && app.dataset.latestLabel) state.history.push({ labelId: Number(app.dataset.latestLabel) });
   let uid = Date.now();
+
+  function loadStored() {
+    state.queue = store.queue();
+    state.history = store.history();
+    if (!state.history.length && app.dataset.latestLabel) state.history.push({ labelId: Number(app.dataset.latestLabel) });
+  }
 
   function queued(id) {
     return state.queue.some(function (entry) { return entry.itemId === id && entry.kind !== "change"; });
@@ -85,6 +89,12 @@
     state.queue.forEach(function (entry) { if (entry.kind === "answer") ids.push(entry.itemId); });
     return Array.from(new Set(ids));
   }
+  function offline() {
+    return state.failures > 0 || navigator.onLine === false;
+  }
+  function answerable(item) {
+    return !offline() || item.expiresAt - Date.now() > OFFLINE_MARGIN_MS;
+  }
 
   // ------------------------------------------------------------------------------------------
   // What the annotator sees
@@ -94,42 +104,14 @@
     statusLine.textContent = text || "";
   }
   function warn(text, rationale) {
-    alertBox.replaceChildren();
-    if (!text) return;
-    const p = document.createElement("p");
-    p.textContent = text;
-    alertBox.appendChild(p);
-    if (rationale) {
-      const label = document.createElement("label");
-      label.textContent = "Your rationale for that item (not saved; copy it if you need it)";
-      const box = document.createElement("textarea");
-      box.readOnly = true;
-      box.rows = 2;
-      box.value = rationale;
-      label.appendChild(box);
-      alertBox.appendChild(label);
-    }
-    const close = document.createElement("button");
-    close.type = "button";
-    close.className = "small";
-    close.textContent = "Dismiss";
-    close.addEventListener("click", function () { warn(""); });
-    alertBox.appendChild(close);
+    view.alert(alertBox, text, rationale);
   }
-
   function updateShare(share) {
-    if (!share) return;
-    document.getElementById("share-done").textContent = share.done;
-    document.getElementById("share-target").textContent = share.target;
-    document.getElementById("share-cant-tell").textContent = share.cant_tell ? " · " + share.cant_tell + " can't tell" : "";
-    const bar = app.querySelector(".progress");
-    bar.setAttribute("aria-valuenow", share.percent);
-    bar.firstElementChild.style.width = share.percent + "%";
+    if (share) view.share(app, share);
     updatePending();
   }
   function updatePending() {
-    const n = state.queue.length;
-    document.getElementById("share-pending").textContent = n ? " (" + n + " being sent)" : "";
+    view.pending(state.queue.length);
   }
 
   function render(html) {
@@ -139,8 +121,12 @@
     area.replaceChildren(template.content);
     area.focus({ preventScroll: true });
     window.scrollTo(window.scrollX, scrollY); // a new item never moves the page
+    showUndo();
+  }
+  // Undo shows once there is something to go back to: an answer in this tab or an earlier label
+  function showUndo() {
     const undo = area.querySelector('[data-action="undo"]');
-    if (undo) undo.hidden = false;
+    if (undo) undo.hidden = !(state.history.length || state.queue.some(function (e) { return e.kind !== "change"; }));
   }
 
   // Keep what was typed in the item's rationale box while it is off screen (undo, a change).
@@ -170,20 +156,20 @@
   function showWaiting() {
     state.current = null;
     state.mode = "waiting";
-    const p = document.createElement("p");
-    p.className = "panel";
-    p.setAttribute("aria-busy", "true");
-    p.textContent = state.failures
-      ? "Your next item comes as soon as the server answers again. Your answers are kept in this tab."
-      : "Taking your next item…";
-    area.replaceChildren(p);
+    const lapsed = state.buffer.filter(function (item) { return !queued(item.id); }).length;
+    area.replaceChildren(view.waiting({ offline: offline(), waiting: state.queue.length, lapsed: lapsed }));
+    showUndo();
     tick();
   }
 
   function showNext() {
-    while (state.buffer.length) {
-      const next = state.buffer.shift();
-      if (!queued(next.id)) { show(next); return; }
+    for (let i = 0; i < state.buffer.length; i++) {
+      const next = state.buffer[i];
+      if (queued(next.id)) { state.buffer.splice(i--, 1); continue; }
+      if (!answerable(next)) continue; // offline and its hold ran out: kept for when the connection is back
+      state.buffer.splice(i, 1);
+      show(next);
+      return;
     }
     if (state.serverDone && !state.queue.length && state.doneHtml) {
       state.current = null;
@@ -203,15 +189,15 @@
     }
     const n = state.queue.length;
     const seconds = Math.max(0, Math.ceil((state.retryAt - Date.now()) / 1000));
-    const kept = n + " answer" + (n === 1 ? "" : "s") + " kept in this tab";
-    bannerText.textContent = state.problem + ": " + kept + ", not saved yet. " +
-      (seconds ? "Sending again in " + seconds + " s." : "Sending again now…");
+    bannerText.textContent = view.banner(state.problem, n, seconds);
     banner.hidden = false;
   }
 
   function tick() {
+    if (state.paused) return;
     showBanner();
     updatePending();
+    showUndo();
     const item = state.mode === "item" ? state.current : null;
     if (!item || item.lost) {
       timer.textContent = "";
@@ -242,6 +228,7 @@
 
   // Merge what the server holds for this page into the screen and the buffer.
   function apply(data) {
+    if (data.elsewhere) { pauseFor("server", data.elsewhere.message); return; }
     if (data.share) updateShare(data.share);
     if (data.lease_seconds) cfg.leaseMs = 1000 * data.lease_seconds;
     const holding = data.holding || {};
@@ -283,12 +270,22 @@
     tick();
   }
 
-  function sync() {
-    if (state.syncing || state.sending) return;
+  // The page's own words about itself, sent with every request (services/pages.py).
+  function hints(extra) {
+    const ahead = store.ahead(cfg.holdSeconds, cfg.leaseMs / 1000, cfg.maxAhead);
+    return Object.assign({ have: heldIds().join(","), page: tabs.id, ahead: ahead }, extra || {});
+  }
+
+  function sync(takeOver) {
+    if (state.paused || state.syncing || state.sending) return;
     state.syncing = true;
     state.lastSync = Date.now();
-    post(cfg.nextUrl, { have: heldIds().join(",") })
-      .then(function (response) { if (!response.ok) throw new Error("HTTP " + response.status); return response.json(); })
+    post(cfg.nextUrl, hints(takeOver ? { take_over: "1" } : null))
+      .then(function (response) {
+        if (response.status === 409) return response.json();
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.json();
+      })
       .then(function (data) {
         if (!state.queue.length) state.failures = 0; // the server answers again
         apply(data);
@@ -342,7 +339,7 @@
   }
 
   function pump() {
-    if (state.sending || !state.queue.length) return;
+    if (state.paused === "tab" || state.sending || !state.queue.length) return;
     if (state.retryAt > Date.now()) return;
     const entry = state.queue[0];
     state.sending = true;
@@ -351,10 +348,10 @@
     const url = entry.kind === "change" ? cfg.editUrl(entry.labelId) : cfg.answerUrl;
     const fields = entry.kind === "change"
       ? { value: entry.value, rationale: entry.rationale }
-      : {
-        item_id: entry.itemId, value: entry.value, rationale: entry.rationale, key: entry.key,
-        seconds: entry.seconds, have: heldIds().filter(function (id) { return id !== entry.itemId; }).join(","),
-      };
+      : Object.assign(hints(), {
+        item_id: entry.itemId, value: entry.value, rationale: entry.rationale, key: entry.key, seconds: entry.seconds,
+        have: heldIds().filter(function (id) { return id !== entry.itemId; }).join(","),
+      });
     post(url, fields)
       .then(function (response) {
         if (response.status === 503 || response.status >= 500 || response.status === 429 || response.status === 408) {
@@ -372,11 +369,12 @@
           function () { return { status: response.status, data: {} }; });
       })
       .then(function (reply) {
-        state.queue.shift();
         state.sending = false;
+        if (state.paused === "tab") return; // taken over meanwhile: that page sends it again (same key)
+        state.queue.shift();
         const data = reply.data || {};
         delivered(entry, data.result || { outcome: "invalid", message: data.detail || "That answer was refused (HTTP " + reply.status + ")." });
-        if (data.items) apply(data); else if (data.share) updateShare(data.share);
+        if (data.items || data.elsewhere) apply(data); else if (data.share) updateShare(data.share);
         tick();
         pump();
       })
@@ -415,6 +413,7 @@
     };
     state.queue.push(entry);
     state.undoDepth = 0;
+    if (value !== "skip") store.timed(Number(entry.seconds));
     save();
     warn("");
     if (item.expiresAt <= Date.now() && value !== "skip") {
@@ -422,7 +421,8 @@
       say("Saving… (your hold ran out; checking that the item is still yours)");
       item.shownAt = performance.now();
     } else {
-      say(value === "skip" ? "Skipping…" : "Saving: " + WORDS[value] + "…");
+      say(value === "skip" ? "Skipping…" : offline() ? "Kept: " + WORDS[value] + "; it is sent once the connection is back."
+        : "Saving: " + WORDS[value] + "…");
       showNext();
     }
     pump();
@@ -517,84 +517,83 @@
     pump();
   }
 
-  function toggleHelp() {
-    if (dialog.open) dialog.close(); else dialog.showModal();
+
+  // ------------------------------------------------------------------------------------------
+  // One page at a time (label-tabs.js in this browser; the server's 409 across browsers)
+  // ------------------------------------------------------------------------------------------
+
+  function pauseFor(reason, message) {
+    const note = area.querySelector(".elsewhere-note");
+    if (state.paused && note) { note.textContent = message; return; }
+    stash();
+    state.paused = reason;
+    if (reason === "tab") { tabs.pause(); state.queue = []; } // the page that has it sends what was stored
+    window.clearTimeout(state.retryTimer);
+    state.current = null;
+    state.buffer = [];
+    state.editing = null;
+    state.mode = "elsewhere";
+    banner.hidden = true;
+    timer.textContent = "";
+    warn("");
+    say("");
+    area.replaceChildren(view.elsewhere(message, reason === "server" ? state.queue.length : 0, takeOver));
+    updatePending();
+    document.getElementById("take-over").focus();
   }
+
+  function takeOver() {
+    tabs.takeOver();
+    state.paused = "";
+    state.failures = 0;
+    loadStored(); // the answers the other page had not sent yet are sent from here now
+    say("You label here now; the other page paused.");
+    showWaiting();
+    updatePending();
+    sync(true);
+    pump();
+  }
+
+  tabs.on("takenOver", function () {
+    pauseFor("tab", "You opened this campaign in another tab of this browser, so this one paused: your items " +
+      "are shown there, and the answers waiting here are sent from there.");
+  });
+  tabs.on("closed", function () {
+    const note = area.querySelector(".elsewhere-note");
+    if (note) note.textContent = "The other page was closed: press the button to label here.";
+  });
 
   // ------------------------------------------------------------------------------------------
   // Keys and clicks
   // ------------------------------------------------------------------------------------------
 
-  document.addEventListener("keydown", function (event) {
-    state.lastActivity = Date.now();
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const key = keyOf(event);
-    if (dialog.open) {
-      if (key === "?") { event.preventDefault(); dialog.close(); }
-      return; // the dialog has the keyboard (Esc closes it)
-    }
-    if (typing(event.target)) {
-      if (key === "Escape") event.target.blur();
-      return;
-    }
-    if (key === "?") { event.preventDefault(); toggleHelp(); return; }
-    if (event.repeat) { if (ANSWER_KEYS[key]) event.preventDefault(); return; }
-    if (key === "z" || key === "Backspace") { event.preventDefault(); undo(); return; }
-    if (state.mode === "edit") {
-      if (CHANGE_KEYS[key]) { event.preventDefault(); change(CHANGE_KEYS[key]); }
-      else if (key === "Enter") { event.preventDefault(); leaveEdit("Kept your earlier answer."); }
-      else if (key === "Escape") { event.preventDefault(); leaveEdit(""); }
-      return;
-    }
-    if (ANSWER_KEYS[key]) { event.preventDefault(); answer(ANSWER_KEYS[key]); return; }
-    if (key === "b" || key === "ArrowLeft") {
-      const back = document.getElementById("back-link");
-      if (back) { event.preventDefault(); back.click(); }
-    }
+  window.labelKeys({
+    answer: answer,
+    undo: undo,
+    change: change,
+    leaveEdit: leaveEdit,
+    mode: function () { return state.mode; },
+    paused: function () { return state.paused; },
+    active: function () { state.lastActivity = Date.now(); },
+    unsent: function () { return state.queue.length; },
+    retryNow: function () { state.retryAt = 0; pump(); if (!state.queue.length) sync(); },
+    back: function () { state.lastActivity = Date.now(); sync(); }, // the tab came back to the front
+    closing: function () { if (!state.paused) tabs.leave(cfg.leaveUrl); }, // others may take over at once
   });
 
-  ["pointerdown", "input", "wheel", "touchstart"].forEach(function (name) {
-    document.addEventListener(name, function () { state.lastActivity = Date.now(); }, { passive: true });
-  });
-  let lastMove = 0;
-  document.addEventListener("pointermove", function () {
-    const now = Date.now();
-    if (now - lastMove > 1000) { lastMove = now; state.lastActivity = now; }
-  }, { passive: true });
-
-  // Buttons do what their keys do (a click is subject to the same guard).
-  area.addEventListener("submit", function (event) {
-    event.preventDefault();
-    const button = event.submitter;
-    if (!button) return;
-    if (state.mode === "edit") {
-      if (button.dataset.action === "keep") leaveEdit("Kept your earlier answer."); else change(button.value);
-    } else {
-      answer(button.value);
+  // Start: unless another tab of this browser has the campaign, send what an earlier page left
+  // unsent and ask for the items (the server may still say another browser or device has it).
+  tabs.probe(150).then(function (taken) {
+    if (taken) {
+      pauseFor("tab", "This campaign is open in another tab of this browser: your items are shown there. " +
+        "Take it over here, and that tab pauses.");
+      return;
     }
-  });
-  area.addEventListener("click", function (event) {
-    if (event.target.closest('[data-action="undo"]')) undo();
-  });
-  document.getElementById("help-button").hidden = false;
-  document.getElementById("help-button").addEventListener("click", toggleHelp);
-  document.getElementById("retry-now").addEventListener("click", function () {
-    state.retryAt = 0;
+    tabs.activate();
+    loadStored();
+    showUndo();
+    updatePending();
     pump();
-    if (!state.queue.length) sync();
+    sync();
   });
-  window.addEventListener("online", function () { state.retryAt = 0; pump(); sync(); });
-  window.addEventListener("beforeunload", function (event) {
-    if (!state.queue.length) return;
-    event.preventDefault(); // answers not sent yet: a reload keeps them, closing the tab would not
-    event.returnValue = "";
-  });
-  document.addEventListener("visibilitychange", function () {
-    if (document.visibilityState === "visible") { state.lastActivity = Date.now(); sync(); }
-  });
-
-  // Start: send what a previous load of this tab left unsent, and ask for the items.
-  updatePending();
-  pump();
-  sync();
 })();

@@ -23,7 +23,7 @@ from labelstudio_lite.labelling.services.assignment import (
     skip_item,
     submit_label,
 )
-from labelstudio_lite.labelling.views.annotate import AHEAD
+from labelstudio_lite.labelling.services.pages import AHEAD
 from labelstudio_lite.middleware import is_database_busy
 from labelstudio_lite.urls import urlpatterns as site_urls
 
@@ -132,7 +132,7 @@ def test_the_page_holds_the_item_on_screen_and_the_next_ones_and_a_reload_gets_t
     assert len(ids) == AHEAD + 1 == Lease.objects.filter(annotator=annotator, status="active").count()
     assert [item["id"] for item in again["items"]] == ids
     assert "html" not in again["items"][0] and all("html" in item for item in again["items"][1:])
-    assert all(0 < item["expires_in"] <= solo_campaign.lease_seconds for item in first["items"])
+    assert all(0 < item["expires_in"] <= solo_campaign.lease_length for item in first["items"])
     assert first["share"] == {"done": 0, "target": 12, "cant_tell": 0, "percent": 0}
     # the API still hands out one item: the oldest held
     assert annotator_client.post(f"/api/label/{solo_campaign.name}/next/").json()["item_id"] == ids[0]
@@ -268,3 +268,22 @@ def test_only_a_locked_database_counts_as_busy():
     assert is_database_busy(OperationalError("database is locked"))
     assert not is_database_busy(OperationalError("no such table: labelling_label"))
     assert not is_database_busy(ValueError("database is locked"))
+
+
+def test_a_change_of_label_lease_seconds_reaches_open_campaigns_at_the_next_hand_out(
+    solo_campaign, annotator, settings
+):
+    """The setting is read at each hand-out and renewal, not frozen into the campaign when it was made."""
+    first = held_items(campaign=solo_campaign, user=annotator, count=1)[0]
+    assert solo_campaign.lease_seconds is None
+    assert abs((first.lease.expires_at - timezone.now()).total_seconds() - 600) < 5
+
+    settings.LABEL_LEASE_SECONDS = 45
+    again = held_items(campaign=solo_campaign, user=annotator, count=2)
+
+    assert [s.item.pk for s in again][:1] == [first.item.pk]
+    assert all(abs((s.lease.expires_at - timezone.now()).total_seconds() - 45) < 5 for s in again)
+    assert renew_leases(campaign=solo_campaign, user=annotator, item_ids=[first.item.pk]) == {
+        first.item.pk: Holding.HELD
+    }
+    assert Lease.objects.get(pk=first.lease.pk).expires_at < timezone.now() + timedelta(seconds=50)

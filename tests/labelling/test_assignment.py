@@ -141,7 +141,7 @@ def test_a_reload_renews_the_lease(campaign, annotator):
 
     again = next_item(campaign=campaign, user=annotator)
 
-    assert again.lease.expires_at > timezone.now() + timedelta(seconds=campaign.lease_seconds - 5)
+    assert again.lease.expires_at > timezone.now() + timedelta(seconds=campaign.lease_length - 5)
 
 
 def test_a_double_submit_keeps_one_label(campaign, annotator):

@@ -74,19 +74,18 @@ def test_answers_given_offline_are_kept_shown_as_waiting_and_stored_once_when_th
     a = answer(page, "s")  # the next items were held ahead: they come at once, offline
     b = answer(page, "u")
     page.wait_for_selector("#connection-banner:not([hidden])")
-    c = item_id(page)
-    press(page, "c")  # the last held item: the page now waits for the network
-    page.wait_for_function("() => document.querySelector('#item-area [aria-busy=true]')")
+    c = answer(page, "c")
 
     banner = page.inner_text("#connection-banner")
-    assert "The connection is down" in banner and "3 answers kept in this tab" in banner
+    assert "The connection is down: 3 answers are waiting in this browser, not saved yet" in banner
     assert page.inner_text("#share-pending") == " (3 being sent)"
+    assert "Kept: can't tell; it is sent once the connection is back." in status(page)
     assert page.locator("#label-alert p").count() == 0  # a banner, not an error
     page.screenshot(path=str(ARTIFACTS / "offline-three-answers-kept.png"))
     assert labels_of(annotator) == {}
 
     page.context.set_offline(False)
-    page.wait_for_selector("#answer-form")
+    page.evaluate("document.getElementById('retry-now').click()")
     wait_until_sent(page)
 
     assert labels_of(annotator) == {int(a): "supported", int(b): "unsupported", int(c): "cant_tell"}
@@ -121,29 +120,25 @@ def test_a_failed_post_and_a_lost_reply_are_retried_and_stored_once(page, labell
     assert page.is_hidden("#connection-banner")
 
 
-def test_a_second_tab_is_told_the_item_was_answered_in_the_first_and_moves_on(page, labelling, annotator):
-    other = page.context.new_page()  # the same person, a second tab
-    other.goto(page.url)
-    other.wait_for_selector("#answer-form")
-    shown = item_id(page)
-    assert item_id(other) == shown  # the same held item
-
+def test_the_undo_button_shows_only_once_there_is_an_answer_to_go_back_to(page, labelling, annotator):
+    assert page.is_hidden('[data-action="undo"]')  # nothing answered yet
     answer(page, "s")
+    assert page.is_visible('[data-action="undo"]')
     wait_until_sent(page)
-    press(other, "u")
-    other.wait_for_function("() => document.querySelector('#label-alert p')")
+    page.reload()
+    page.wait_for_selector("#answer-form")
+    assert page.is_visible('[data-action="undo"]')  # an earlier label to go back to
 
-    assert "You already answered this item in another tab (supported)" in other.inner_text("#label-alert")
-    assert item_id(other) != shown
+
+def test_an_item_answered_on_another_device_is_said_so_and_the_page_moves_on(page, labelling, annotator):
+    from labelstudio_lite.labelling.services.assignment import submit_label
+
+    shown = item_id(page)
+    submit_label(campaign=labelling, user=annotator, item_id=int(shown), value="supported", key="phone")
+    page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")  # the tab comes back to the front
+    page.wait_for_function(f"() => document.querySelector('#answer-form input[name=item_id]').value !== '{shown}'")
+    assert "already answered this item in another tab or window" in status(page)
     assert labels_of(annotator) == {int(shown): "supported"}
-
-    # a tab brought back to the front checks its item at once
-    third = item_id(page)
-    answer(page, "u")
-    wait_until_sent(page)
-    other.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
-    other.wait_for_function(f"() => document.querySelector('#answer-form input[name=item_id]').value !== '{third}'")
-    assert "already answered this item in another tab" in status(other)
 
 
 def test_z_undoes_the_last_answer_and_shows_it(page, labelling, annotator):
@@ -225,3 +220,28 @@ def test_the_page_does_not_move_after_an_answer(page, labelling):
         answer(page, key)
         page.wait_for_timeout(150)
         assert page.evaluate("window.scrollY") == before
+
+
+@pytest.mark.parametrize("width,height", [(390, 844), (360, 640), (1440, 900)])
+def test_the_answer_buttons_are_on_the_first_screen_on_a_phone_and_a_desktop(
+    width, height, new_page, live_server, tmp_path, annotator, make_campaign
+):
+    run = make_marked_run(folder=tmp_path / "run", n=4, evalset="phone")
+    campaign = make_campaign(run=run, name="phone", overlap=1, annotators=[annotator])
+    page = new_page(width, height)
+    log_in(page, live_server.url, "adam", "annot-pass-123", f"/label/{campaign.name}/")
+    page.wait_for_selector("#answer-form")
+
+    off_screen = page.evaluate("""() => [...document.querySelectorAll('.choices button, .choices a')]
+        .filter(el => el.offsetParent !== null)
+        .filter(el => { const r = el.getBoundingClientRect(); return r.top < 0 || r.bottom > window.innerHeight || r.right > window.innerWidth; })
+        .map(el => el.textContent.trim())""")
+    page.screenshot(path=str(ARTIFACTS / f"label-first-screen-{width}.png"))
+    assert not off_screen, f"answer buttons below the first screen at {width}x{height}: {off_screen}"
+    question = page.evaluate("document.getElementById('judge-question').getBoundingClientRect().bottom")
+    assert question <= height
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1
+    answer(page, "s")  # and they work from there
+    wait_until_sent(page)
+    assert len(labels_of(annotator)) == 1

@@ -65,6 +65,7 @@ DOORS: dict[tuple[str, str], Door] = {
     ("labelling:answer", "POST"): Door(
         False, LABEL_PAGES, {"name": "{campaign}"}, {"item_id": "{held}", "value": "supported"}
     ),
+    ("labelling:leave", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"page": "tab-0123456789"}),
     ("labelling:recent", "GET"): Door(False, LABEL_PAGES, {"name": "{campaign}"}),
     ("labelling:edit", "GET"): Door(False, LABEL_PAGES, {"name": "{campaign}", "label_id": "{label}"}),
     ("labelling:edit", "POST"): Door(

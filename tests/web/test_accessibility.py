@@ -93,6 +93,7 @@ NOT_PAGES = {
     "logout": "a POST that logs out",
     "labelling:next": "the labelling page's own POST for its items",
     "labelling:answer": "the labelling page's own POST for an answer",
+    "labelling:leave": "the labelling page's own POST when it closes",
     "labelling:preview": "a POST returning the strata preview fragment",
     "labelling:annotators": "a POST",
     "labelling:export": "a POST recording an export, then a download",

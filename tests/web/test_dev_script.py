@@ -1,28 +1,25 @@
-"""./dev never downloads pip by URL: where Python's venv or ensurepip is missing it names the system package."""
+"""./dev help lists every variable the script reads (PORT and HOST first among them)."""
 
 from __future__ import annotations
 
-import os
+import re
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_without_venv_it_names_the_debian_package_and_stops(tmp_path):
-    fake = tmp_path / "python3"  # a Python whose venv module fails, as Debian's without python3-venv
-    fake.write_text(
-        f'#!/bin/sh\nif [ "$1" = "-m" ] && [ "$2" = "venv" ]; then exit 1; fi\nexec {sys.executable} "$@"\n'
-    )
-    fake.chmod(0o755)
-    env = {**os.environ, "PYTHON": str(fake), "VENV": str(tmp_path / "venv")}
-    result = subprocess.run(["./dev", "run"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1
-    assert "apt-get install python3-venv" in result.stderr
-    assert not (tmp_path / "venv").exists()
-
-
-def test_the_script_fetches_nothing_by_url():
+def test_dev_help_lists_every_variable_the_script_reads():
     script = (ROOT / "dev").read_text()
-    assert "urllib" not in script and "https://" not in script and "curl" not in script
+    read = set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", script)) | set(re.findall(r"\$([A-Z][A-Z0-9_]+)\b", script))
+    shown = subprocess.run([str(ROOT / "dev"), "--help"], capture_output=True, text=True, check=True).stdout
+
+    assert {"PORT", "HOST", "PYTHON", "VENV", "UV", "RELOAD", "LSL_TEST_PROCESSES"} <= read
+    listed = set(re.findall(r"^  ([A-Z][A-Z0-9_]+)\s", shown, re.M))
+    assert read <= listed, f"./dev --help does not list {sorted(read - listed)}"
+    assert "docs/deploy.md" in shown
+
+
+def test_dev_with_an_unknown_command_prints_the_help_and_fails():
+    result = subprocess.run([str(ROOT / "dev"), "nonsense"], capture_output=True, text=True)
+    assert result.returncode == 2 and "PORT" in result.stderr

@@ -147,7 +147,7 @@ def _claim(campaign: Campaign, user: Any, *, now, holding: list[int]) -> Served 
                     item=item,
                     annotator=user,
                     served_at=now,
-                    expires_at=now + timedelta(seconds=campaign.lease_seconds),
+                    expires_at=now + timedelta(seconds=campaign.lease_length),
                 )
                 item.slots_taken += 1
                 return Served(item, lease)
@@ -158,7 +158,7 @@ def _fill(campaign: Campaign, user: Any, count: int) -> list[Served]:
     """The annotator's held items (renewed), then claims up to ``count`` (inside the caller's transaction)."""
     now = timezone.now()
     release_expired(campaign=campaign)
-    expires_at = now + timedelta(seconds=campaign.lease_seconds)
+    expires_at = now + timedelta(seconds=campaign.lease_length)
     served = []
     if _held(campaign, user).update(expires_at=expires_at):
         # the items come with their rows and questions: the caller shows them, so no second query
@@ -239,7 +239,7 @@ def renew_leases(*, campaign: Campaign, user: Any, item_ids: list[int]) -> dict[
     item_ids = sorted({int(i) for i in item_ids})[:50]
     if not item_ids:
         return {}
-    expires_at = timezone.now() + timedelta(seconds=campaign.lease_seconds)
+    expires_at = timezone.now() + timedelta(seconds=campaign.lease_length)
     with transaction.atomic():
         out = _stand(campaign, user, item_ids, expires_at=expires_at)
         _held(campaign, user).filter(item_id__in=item_ids).update(expires_at=expires_at)
@@ -258,9 +258,11 @@ def hand_out(*, campaign: Campaign, user: Any, holding: list[int], count: int) -
     """Renew the page's hold on the items it shows (as :func:`renew_leases`), then fill its queue to ``count`` items."""
     _require_member(campaign, user)
     holding = sorted({int(i) for i in holding})[:50]
-    expires_at = timezone.now() + timedelta(seconds=campaign.lease_seconds)
+    expires_at = timezone.now() + timedelta(seconds=campaign.lease_length)
     with transaction.atomic():
         statuses = _stand(campaign, user, holding, expires_at=expires_at) if holding else {}
+        if holding:  # renewed before _fill releases expired leases: a hold said to be "held" stays held
+            _held(campaign, user).filter(item_id__in=holding).update(expires_at=expires_at)
         return Handout(served=_fill(campaign, user, count), holding=statuses)
 
 
@@ -337,7 +339,7 @@ def submit_label(
                 holds_slot = value != Label.Value.CANT_TELL  # can't-tell needs no slot
                 if holds_slot and not Item.objects.filter(pk=item_id).take_slot():
                     raise LeaseExpired(
-                        f"Your hold on this item ran out (after {_duration(campaign.lease_seconds)}) and someone "
+                        f"Your hold on this item ran out (after {_duration(campaign.lease_length)}) and someone "
                         "else took it meanwhile, so this answer was not saved."
                     )
             if seconds is None or not 0 <= seconds < float("inf"):
@@ -347,7 +349,7 @@ def submit_label(
                 annotator=user,
                 value=value,
                 rationale=rationale,
-                seconds=min(seconds, float(campaign.lease_seconds)),
+                seconds=min(seconds, float(campaign.lease_length)),
                 source=source,
                 idempotency_key=key,
                 created_at=now,

@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
@@ -319,7 +318,7 @@ def campaign_create(
             seed=seed,
             heldout_fraction=heldout_fraction,
             overlap=overlap,
-            lease_seconds=lease_seconds or settings.LABEL_LEASE_SECONDS,
+            lease_seconds=lease_seconds,  # None: LABEL_LEASE_SECONDS, as it is set at each hand-out
             strata=plan.strata,
             created_by=user,
         )

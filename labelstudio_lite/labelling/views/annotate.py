@@ -1,10 +1,12 @@
 """The labelling page: one item, one decision, a key press, the next item, blind to the judge.
 
-The page (``static/js/label.js``) keeps a short queue: the item on screen plus ``AHEAD`` more it
-holds leases on, so the next item appears the moment a key is pressed, and answers wait in order
-(each with its idempotency key) while the network or the database is away. Its requests ask for
-JSON (``Accept: application/json``) and every answer comes back with the page's queue refilled;
-without JavaScript the same URLs take plain form posts and return the whole page.
+The page (``static/js/label.js``) keeps a queue: the item on screen plus a few minutes of work it
+holds leases on (``services/pages.py``: at least ``AHEAD``, at most ``MAX_AHEAD``, a fair share),
+so the next item appears the moment a key is pressed and the annotator keeps working through an
+outage, while answers wait in order (each with its idempotency key). Its requests ask for JSON
+(``Accept: application/json``) and every answer comes back with the page's queue refilled; one
+page (a browser tab) labels a campaign at a time, and another is told so (409) and may take it
+over. Without JavaScript the same URLs take plain form posts and return the whole page.
 """
 
 from __future__ import annotations
@@ -37,9 +39,8 @@ from ..services.assignment import (
     skip_item,
     submit_label,
 )
+from ..services.pages import MAX_AHEAD, PageClaim, items_ahead, page_claim, page_leave
 
-#: Items the page holds beyond the one on screen (shown at once after a key; answerable offline).
-AHEAD = 2
 #: Keys are ignored this long after a new item appears, so a double press cannot answer an item
 #: nobody has looked at. The next item appears 11-13 ms (median; p95 under 35 ms) after a key, so
 #: a second press g ms after the first lands about g ms into the new item: 250 ms stops double
@@ -47,6 +48,9 @@ AHEAD = 2
 #: question, its context and its answer takes far longer than that, so a fast annotator never
 #: meets it. Measured by test_keypress_to_next_item_over_100_items (tests/labelling/test_browser_slow.py).
 GUARD_MS = 250
+#: The work the page tries to hold ahead, in seconds at its annotator's pace (so an outage of a few
+#: minutes costs nothing); within MAX_AHEAD items and what it could answer before its holds end.
+HOLD_SECONDS = 240
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -100,7 +104,7 @@ def _batch(
         "items": items,
         "holding": {str(item_id): status.value for item_id, status in handout.holding.items()},
         "share": _share_json(share, finished=not items),
-        "lease_seconds": campaign.lease_seconds,
+        "lease_seconds": campaign.lease_length,
     }
     if not items:
         data["done_html"] = render_to_string(
@@ -149,6 +153,8 @@ def label_page(request: HttpRequest, name: str) -> HttpResponse:
             "share": share,
             "waiting": True,
             "guard_ms": GUARD_MS,
+            "hold_seconds": HOLD_SECONDS,
+            "max_ahead": MAX_AHEAD,
             "latest_label": latest[0].pk if latest else "",
             "percent": _percent(share, finished=False),
         },
@@ -168,9 +174,26 @@ def take_next(request: HttpRequest, name: str) -> HttpResponse:
     if not _wants_json(request):
         return _full_page(request, campaign)
     form = HoldingForm(request.POST)
-    have = form.cleaned_data["have"] if form.is_valid() else []
-    handout = hand_out(campaign=campaign, user=request.user, holding=have, count=AHEAD + 1)
+    hints = form.cleaned_data if form.is_valid() else {}
+    claim = _claim(campaign, request, hints, take_over=hints.get("take_over", False))
+    if not claim.ok:
+        return _elsewhere(claim)
+    have = hints.get("have", [])
+    count = 1 + items_ahead(campaign=campaign, wanted=hints.get("ahead"))
+    handout = hand_out(campaign=campaign, user=request.user, holding=have, count=count)
     return _batch(request, campaign, handout, have=have)
+
+
+def _claim(campaign: Campaign, request: HttpRequest, hints: dict[str, Any], *, take_over: bool) -> PageClaim:
+    """The page's claim on the campaign; a request that names no page (no JavaScript, an old page) needs none."""
+    if not hints.get("page"):
+        return PageClaim(True)
+    return page_claim(campaign=campaign, user=request.user, page=hints["page"], take_over=take_over)
+
+
+def _elsewhere(claim: PageClaim, result: dict[str, Any] | None = None) -> JsonResponse:
+    """409: another page of this person's has the campaign; nothing was handed out (an answer was still taken)."""
+    return JsonResponse({"result": result, "elsewhere": claim.as_json()}, status=200 if result else 409)
 
 
 def _take_answer(request: HttpRequest, campaign: Campaign, form: AnswerForm) -> dict[str, Any]:
@@ -226,9 +249,25 @@ def answer(request: HttpRequest, name: str) -> HttpResponse:
         failed = result["outcome"] not in ("saved", "skipped")
         message = result["message"]
         return _full_page(request, campaign, notice="" if failed else message, error=message if failed else "")
-    have = form.cleaned_data.get("have", []) if hasattr(form, "cleaned_data") else []
-    handout = hand_out(campaign=campaign, user=request.user, holding=have, count=AHEAD + 1)
+    hints = form.cleaned_data if hasattr(form, "cleaned_data") else {}
+    claim = _claim(campaign, request, hints, take_over=False)
+    if not claim.ok:
+        return _elsewhere(claim, result)
+    have = hints.get("have", [])
+    count = 1 + items_ahead(campaign=campaign, wanted=hints.get("ahead"))
+    handout = hand_out(campaign=campaign, user=request.user, holding=have, count=count)
     return _batch(request, campaign, handout, have=have, result=result)
+
+
+@never_cache
+@require_POST
+def leave(request: HttpRequest, name: str) -> HttpResponse:
+    """The labelling page is closing (or reloading): it gives up its claim on the campaign (204)."""
+    campaign = campaign_for_labelling(request.user, name)
+    form = HoldingForm(request.POST)
+    if form.is_valid() and form.cleaned_data["page"]:
+        page_leave(campaign=campaign, user=request.user, page=form.cleaned_data["page"])
+    return HttpResponse(status=204)
 
 
 @never_cache
