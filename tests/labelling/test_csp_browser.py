@@ -9,6 +9,7 @@ from django.urls import URLResolver, get_resolver, reverse
 
 from evalcore.models import Comparison, Job, Row
 from evalcore.services.comparisons import compare_runs
+from labelstudio_lite.accounts.services import user_invite
 from labelstudio_lite.labelling.models import Label
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
 from tests.factories import make_marked_run
@@ -29,6 +30,10 @@ NOT_PAGES = {
     "labelling:answer": "a POST",
     "labelling:preview": "a POST the campaigns page makes on load (it runs here)",
     "labelling:annotators": "a POST",
+    "labelling:leave": "a POST the labelling page sends when it closes",
+    "accounts:person-access": "a POST",
+    "accounts:token-revoke": "a POST",
+    "favicon": "an image, not a page",
     "labelling:export": "a POST, then a download",
     "labelling:import": "a POST",
     "labelling:export-create": "a POST",
@@ -102,6 +107,10 @@ def test_every_page_loads_under_the_csp_without_a_violation(
         "evalcore:judge": reverse("evalcore:judge", args=[verdict_set.judge_config_id]),
         "evalcore:judge-run": reverse("evalcore:judge-run", args=[small_run.pk]),
         "api-docs": reverse("api-docs"),
+        "accounts:people": reverse("accounts:people"),
+        "accounts:person": reverse("accounts:person", args=[owner.pk]),
+        "accounts:tokens": reverse("accounts:tokens"),
+        "accounts:link": reverse("accounts:link", args=[user_invite(username="newcomer", role="annotator").link.token]),
     }
     assert set(pages) | set(NOT_PAGES) | {"login"} == page_patterns(), "a page is neither visited nor excused"
 

@@ -125,7 +125,8 @@ def test_a_finished_share_says_so_and_offers_nothing_more(solo_campaign, annotat
 
 def test_label_js_binds_the_documented_keys_and_ignores_them_while_typing(client):
     js = "".join(
-        b"".join(client.get(f"/static/js/{name}.js").streaming_content).decode() for name in ("label", "label-tools")
+        b"".join(client.get(f"/static/js/{name}.js").streaming_content).decode()
+        for name in ("label", "label-keys", "label-tools")
     )
 
     assert re.search(r"s:\s*\"supported\"", js) and re.search(r"u:\s*\"unsupported\"", js)

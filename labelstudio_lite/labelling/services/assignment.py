@@ -157,10 +157,13 @@ def _claim(campaign: Campaign, user: Any, *, now, holding: list[int]) -> Served 
 def _fill(campaign: Campaign, user: Any, count: int) -> list[Served]:
     """The annotator's held items (renewed), then claims up to ``count`` (inside the caller's transaction)."""
     now = timezone.now()
-    release_expired(campaign=campaign)
     expires_at = now + timedelta(seconds=campaign.lease_length)
     served = []
-    if _held(campaign, user).update(expires_at=expires_at):
+    # their own holds first, even past their end (still active: nobody could take the slot), so that
+    # releasing the campaign's expired leases never takes an item the page was just told it holds
+    renewed = _held(campaign, user).update(expires_at=expires_at)
+    release_expired(campaign=campaign)
+    if renewed:
         # the items come with their rows and questions: the caller shows them, so no second query
         held = _held(campaign, user).select_related("item__row__question").order_by("served_at", "pk")[:count]
         served = [Served(lease.item, lease) for lease in held]
@@ -261,8 +264,6 @@ def hand_out(*, campaign: Campaign, user: Any, holding: list[int], count: int) -
     expires_at = timezone.now() + timedelta(seconds=campaign.lease_length)
     with transaction.atomic():
         statuses = _stand(campaign, user, holding, expires_at=expires_at) if holding else {}
-        if holding:  # renewed before _fill releases expired leases: a hold said to be "held" stays held
-            _held(campaign, user).filter(item_id__in=holding).update(expires_at=expires_at)
         return Handout(served=_fill(campaign, user, count), holding=statuses)
 
 
