@@ -14,15 +14,19 @@ from django.views.decorators.http import require_GET
 from labelstudio_lite.accounts.access import is_eval_owner
 
 from .dashboard import annotator_campaigns, owner_home
+from .first_steps import first_steps
 from .outage import outage_response
 
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    """An annotator's campaigns (Enter continues labelling); for an eval owner, what needs attention."""
+    """An annotator's campaigns (Enter continues labelling); for an eval owner, what needs attention and,
+    until they are all done, the first steps from an empty instance to a gate."""
     context = {"mine": annotator_campaigns(request.user)}
     if is_eval_owner(request.user):
         context["attention"] = owner_home()
+        steps = first_steps()
+        context["steps"] = None if steps.finished else steps
     return render(request, "home.html", context)
 
 

@@ -9,7 +9,7 @@ from labelstudio_lite.accounts.access import eval_owner_required
 from ..charts import ForestRow, forest_plot_svg, responsive
 from ..forms import ChangedRowsForm, CompareForm
 from ..jobs import GateParams, request_gate
-from ..models import Comparison, Job
+from ..models import Comparison, Job, Run
 from ..selectors import (
     CHANGED_KEPT,
     CHANGED_SHOWN,
@@ -53,7 +53,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         form,
         start=start,
         template="evalcore/compare.html",
-        context=lambda: {"comparisons": comparisons_list()[:20]},
+        context=lambda: {"comparisons": comparisons_list()[:20], "run_count": Run.objects.count()},
     )
 
 

@@ -69,9 +69,10 @@ def judge_run_page(request: HttpRequest, run_id: int) -> HttpResponse:
     if chosen is not None and chosen.is_valid():
         config = chosen.cleaned_data["judge_config"]
         estimate = judge_run_estimate(run=run, config=config, claims=chosen.cleaned_data["claims"])
-        form = JudgeRunForm(
-            initial={**chosen.cleaned_data, "name": chosen.cleaned_data["name"] or default_name(run, config)}
-        )
+        if request.method == "GET":  # the start form takes what was estimated; a POST from that page keeps its own
+            form = JudgeRunForm(
+                initial={**chosen.cleaned_data, "name": chosen.cleaned_data["name"] or default_name(run, config)}
+            )
 
     def start(data: dict) -> Job:
         params = JudgeRunParams(

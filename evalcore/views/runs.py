@@ -12,7 +12,7 @@ from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..forms import RowFilterForm, RunImportForm
 from ..jobs import IMPORT_RUN, RunImportParams, request_run_import
-from ..models import Job, Row, Run
+from ..models import EvalSet, Job, Row, Run
 from ..selectors import run_rows, runs_list
 from ..services.runs import gold_note
 from ..services.scoring import is_judge_metric
@@ -61,7 +61,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
         form,
         start=start,
         template="evalcore/runs.html",
-        context=lambda: {"runs": runs_list(), "retry": retry},
+        context=lambda: {"runs": runs_list(), "retry": retry, "evalsets": EvalSet.objects.order_by("name")[:5]},
     )
 
 

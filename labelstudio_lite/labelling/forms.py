@@ -34,9 +34,10 @@ class CampaignForm(forms.Form):
     overlap = forms.IntegerField(min_value=1, max_value=20, initial=1, help_text="Different annotators per item.")
     seed = forms.IntegerField(min_value=0, initial=7, help_text="The same seed gives the same items.")
     annotators = forms.ModelMultipleChoiceField(
-        queryset=get_user_model().objects.order_by("username"),
+        queryset=get_user_model().objects.filter(is_active=True).order_by("username"),
         required=False,
         widget=forms.SelectMultiple(attrs={"size": 5}),
+        help_text="People who already have an account; invite new ones on the People page, straight into the campaign.",
     )
     judge_question = forms.CharField(
         required=False,

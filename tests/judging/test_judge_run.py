@@ -182,3 +182,18 @@ def test_the_api_and_the_page_start_the_job(judge, literal_run, fake_judge, owne
     assert job.status == "succeeded" and Run.objects.get(pk=job.result["run_id"]).name == "via-page"
     shown = owner_client.get(page["Location"]).content.decode()
     assert "Open the result" in shown and "calls made" in shown
+
+
+def test_starting_from_the_estimate_page_starts_the_job_with_what_the_owner_chose(
+    judge, literal_run, fake_judge, owner_client
+):
+    """The start form's POST goes to the estimate page's own URL (?judge_config=...): its fields still win."""
+    url = f"/runs/{literal_run.pk}/judge/?judge_config={judge.pk}&claims=split"
+    estimate = owner_client.get(url)
+    assert estimate.status_code == 200 and 'id="estimate"' in estimate.content.decode()
+
+    page = owner_client.post(url, {"judge_config": judge.pk, "claims": "split", "name": "from-the-estimate"})
+
+    assert page.status_code == 302 and page["Location"].startswith("/jobs/")
+    job = Job.objects.get(pk=int(page["Location"].split("/")[2]))
+    assert job.status == "succeeded" and Run.objects.get(pk=job.result["run_id"]).name == "from-the-estimate"

@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evalcore.models import Run
 from evalcore.services.problems import UserFacingError
 from evalcore.services.uploads import save_upload
 from evalcore.views.jobs import register_job_form, retried_job
@@ -66,7 +67,12 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Created campaign {campaign.name} with {campaign.items.count()} items.")
             return redirect(reverse("labelling:campaign", args=[campaign.name]))
     status = 400 if request.method == "POST" else 200
-    return render(request, "labelling/campaigns.html", {"form": form, "campaigns": campaigns_list()}, status=status)
+    context = {
+        "form": form,
+        "campaigns": campaigns_list(),
+        "judged_runs": Run.objects.filter(judge_config__isnull=False).exists(),
+    }
+    return render(request, "labelling/campaigns.html", context, status=status)
 
 
 @require_POST
