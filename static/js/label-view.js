@@ -53,6 +53,7 @@
     if (!o.offline) {
       lines.push("Taking your next item…");
     } else {
+      box.appendChild(element("h1", { class: "waiting-title" }, "Waiting for the connection"));
       const it = o.lapsed === 1;
       lines.push(o.lapsed
         ? "The connection is down, and your hold on the " + plural(o.lapsed, "item") + " left on this page ran out " +

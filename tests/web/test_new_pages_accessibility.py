@@ -28,12 +28,14 @@ class Checker:
     def __init__(self, width: str) -> None:
         self.width = width
         self.counts: dict[tuple[str, str], Counter] = {}
+        self.rules: dict[tuple[str, str], list[str]] = {}
         self.failures: list[str] = []
 
     def __call__(self, page, role: str, name: str) -> None:
         page.add_script_tag(url=f"/static/vendor/{AXE.name}")
         found = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")["violations"]
         self.counts[(role, name)] = Counter(v["impact"] for v in found)
+        self.rules[(role, name)] = sorted(f"{v['id']} ({v['impact']})" for v in found)
         for v in found:
             if v["impact"] in ("critical", "serious"):
                 self.failures.append(f"{role} {name} {self.width}: {v['id']} {[n['target'] for n in v['nodes'][:3]]}")
@@ -151,5 +153,6 @@ def test_every_new_page_and_state_has_no_critical_or_serious_violation_for_any_r
         print(
             f"  {role:<9} {name:<32} "
             + " / ".join(str(counts.get(i, 0)) for i in ("critical", "serious", "moderate", "minor"))
+            + (f"  {', '.join(check.rules[(role, name)])}" if counts else "")
         )
     assert not check.failures, "\n".join(check.failures)
