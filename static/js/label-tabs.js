@@ -1,7 +1,7 @@
 // One labelling page per person and campaign at a time. Tabs of one browser agree over a
 // BroadcastChannel, at once: a page that opens asks whether another has the campaign ("hello"; the
 // one that has it answers "here") and, if so, says so and offers to take over; taking over tells
-// the other page to pause ("takeover"); a page that closes says "bye". The server keeps the same
+// the other page to pause ("takeover"); a page that closes says "bye", one that starts "active". The server keeps the same
 // rule across browsers and devices (labelling/services/pages.py); this makes it instant in one.
 (function () {
   "use strict";
@@ -11,7 +11,7 @@
     let id = store.tabId();
     let active = false;
     let answered = null; // while probing: called when another page says it has the campaign
-    const listeners = { takenOver: [], closed: [] };
+    const listeners = { takenOver: [], closed: [], reopened: [] };
 
     function post(message) {
       if (channel) channel.postMessage(Object.assign({ from: id }, message));
@@ -27,6 +27,7 @@
         else if (m.type === "here" && m.to === id && answered) answered(m.from);
         else if (m.type === "takeover" && active && m.from !== id) { active = false; fire("takenOver"); }
         else if (m.type === "bye" && !active) fire("closed");
+        else if (m.type === "active" && !active) fire("reopened");
       };
     }
 
@@ -46,7 +47,7 @@
           post({ type: "hello" });
         });
       },
-      activate: function () { active = true; },
+      activate: function () { active = true; post({ type: "active" }); },
       takeOver: function () { active = true; post({ type: "takeover" }); },
       pause: function () { active = false; },
       get active() { return active; },

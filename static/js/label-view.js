@@ -69,6 +69,25 @@
     return box;
   }
 
+  // The hold on the item on screen, in words once it runs low (the last ``warnAt`` ms), or nothing.
+  function hold(left, warnAt) {
+    if (left <= 0) {
+      return "Your hold on this item ran out. Your answer is still saved unless someone else has taken the item meanwhile.";
+    }
+    if (left >= warnAt) return "";
+    const s = Math.ceil(left / 1000);
+    return "Your hold on this item ends in " + Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0") +
+      ". Any key press, click or typing keeps it.";
+  }
+
+  // The idempotency key the server put in an item's form.
+  function keyOf(html) {
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    const article = template.content.querySelector("[data-key]");
+    return article ? article.dataset.key : "";
+  }
+
   function banner(problem, n, seconds) {
     return problem + ": " + plural(n, "answer") + (n === 1 ? " is" : " are") +
       " waiting in this browser, not saved yet; they are sent as soon as it is back. " +
@@ -92,6 +111,6 @@
 
   window.labelView = {
     WORDS: WORDS, plural: plural, alert: alert, share: share, pending: pending,
-    waiting: waiting, banner: banner, elsewhere: elsewhere,
+    waiting: waiting, banner: banner, elsewhere: elsewhere, hold: hold, keyOf: keyOf,
   };
 })();

@@ -1,19 +1,16 @@
-// The labelling page, keyboard first, and it never loses an answer.
-//
-// Keys (label-keys.js) do nothing for GUARD ms after a new item appears, so a double press cannot
-// answer an item nobody has seen. What the page says is built in label-view.js.
+// The labelling page, keyboard first, and it never loses an answer. Keys (label-keys.js) do nothing
+// for GUARD ms after a new item appears, so a double press cannot answer an unseen item; what the
+// page says is built in label-view.js.
 //
 // The page holds the item on screen plus a few minutes of work at the annotator's pace (leased to
-// them; at most data-max-ahead more, and no more than they could answer before the holds end), so
-// the next item appears at once and work goes on through an outage. Answers queue in localStorage
-// (label-store.js: a reload or a closed tab keeps them) with their item's idempotency key and are
-// sent in order; on a network error, a 5xx or a 503 (database busy) they wait behind a banner that
-// says so and are sent again with backoff (Retry-After wins) while the keys keep working. Offline,
-// the page shows only items whose hold has not run out, and says plainly why it waits once none is
-// left. Every reply refills the queue and says where the held items stand. One page labels a
-// campaign at a time (label-tabs.js, and the server's 409): another is told at once, and may take
-// over. While the annotator is active the page renews its leases and shows the time left once it
-// runs low.
+// them; at most data-max-ahead more, no more than they could answer within a hold), so the next
+// item appears at once and work goes on through an outage. Answers queue in localStorage
+// (label-store.js) with their idempotency key and are sent in order; on a network error, a 5xx or a
+// 503 they wait behind a banner that says so and are sent again with backoff (Retry-After wins)
+// while the keys keep working. Offline it shows only items whose hold has not run out, and says
+// why it waits once none is left. Every reply refills the queue and says where the held items
+// stand. One page labels a campaign at a time (label-tabs.js, and the server's 409): another is
+// told at once and may take over. While the annotator is active the page renews its leases.
 (function () {
   "use strict";
 
@@ -204,16 +201,7 @@
       return;
     }
     const left = item.expiresAt - Date.now();
-    const warnAt = Math.min(120000, cfg.leaseMs / 3);
-    if (left <= 0) {
-      timer.textContent = "Your hold on this item ran out. Your answer is still saved unless someone else has taken the item meanwhile.";
-    } else if (left < warnAt) {
-      const s = Math.ceil(left / 1000);
-      timer.textContent = "Your hold on this item ends in " + Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0") +
-        ". Any key press, click or typing keeps it.";
-    } else {
-      timer.textContent = "";
-    }
+    timer.textContent = view.hold(left, Math.min(120000, cfg.leaseMs / 3));
     // renew while the annotator is active and the hold is past half its time
     const active = Date.now() - state.lastActivity < Math.min(60000, cfg.leaseMs / 2);
     if (active && left < cfg.leaseMs / 2 && Date.now() - state.lastSync > Math.min(5000, cfg.leaseMs / 4)) sync();
@@ -259,10 +247,7 @@
     if (state.editing && state.editing.returnTo) known.add(state.editing.returnTo.id);
     items.forEach(function (item) {
       if (known.has(item.id) || !item.html) return;
-      const template = document.createElement("template");
-      template.innerHTML = item.html;
-      const article = template.content.querySelector("[data-key]");
-      state.buffer.push({ id: item.id, key: article ? article.dataset.key : "", html: item.html, expiresAt: now + 1000 * item.expires_in });
+      state.buffer.push({ id: item.id, key: view.keyOf(item.html), html: item.html, expiresAt: now + 1000 * item.expires_in });
     });
     state.serverDone = !items.length;
     state.doneHtml = data.done_html || state.doneHtml;
@@ -561,6 +546,10 @@
   tabs.on("closed", function () {
     const note = area.querySelector(".elsewhere-note");
     if (note) note.textContent = "The other page was closed: press the button to label here.";
+  });
+  tabs.on("reopened", function () {
+    const note = area.querySelector(".elsewhere-note");
+    if (note) note.textContent = "This campaign is open in another tab of this browser again: your items are shown there.";
   });
 
   // ------------------------------------------------------------------------------------------
