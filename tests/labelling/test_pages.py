@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
@@ -87,3 +89,33 @@ def test_beyond_the_base_a_page_holds_at_most_its_fair_share_of_what_is_left(
     campaign = make_campaign(run=small_run, name=f"fair{people}", overlap=1, annotators=users)
     # 12 items, overlap 1: 12 open slots, shared by the people labelling the campaign
     assert items_ahead(campaign=campaign, wanted=10) == min(10, max(AHEAD, 12 // people)) == expected
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_pages_claiming_a_campaign_at_the_same_instant_leave_exactly_one_with_it(small_run, make_campaign, annotator):
+    """Eight tabs (or devices) of one person open the campaign at once, on PostgreSQL: exactly one labels it."""
+    campaign = make_campaign(run=small_run, name="race", overlap=1, annotators=[annotator])
+    pages = [f"tab-{i:012d}" for i in range(8)]
+    start = threading.Barrier(len(pages))
+    won: list[str] = []
+    errors: list[BaseException] = []
+
+    def open_page(page: str) -> None:
+        try:
+            start.wait(timeout=60)
+            if page_claim(campaign=campaign, user=annotator, page=page).ok:
+                won.append(page)
+        except BaseException as error:  # noqa: BLE001 - reported by the test
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=open_page, args=(page,)) for page in pages]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+
+    assert not errors and len(won) == 1
+    assert CampaignAnnotator.objects.get(campaign=campaign).page == won[0]
