@@ -80,7 +80,7 @@ class GateResult:
 
 
 class Client:
-    """A client for one server; ``token`` is an API token (``manage.py drf_create_token USER``)."""
+    """A client for one server; ``token`` is an API token (the API tokens page, or ``manage.py api_token create USER --name NAME``)."""
 
     def __init__(
         self,

@@ -9,8 +9,8 @@ import json
 import pandas as pd
 import pytest
 from labelstudio_lite_client import ApiError, Client
-from rest_framework.authtoken.models import Token
 
+from labelstudio_lite.accounts.tokens import token_create
 from labelstudio_lite.labelling.models import ExportRecord
 from tests import factories
 
@@ -39,7 +39,7 @@ def rows(hit_every: int) -> pd.DataFrame:
 
 @pytest.fixture
 def lsl(live_server, owner):
-    with Client(live_server.url, token=Token.objects.create(user=owner).key, poll_interval=0.05) as client:
+    with Client(live_server.url, token=token_create(user=owner, name="tests").key, poll_interval=0.05) as client:
         yield client
 
 

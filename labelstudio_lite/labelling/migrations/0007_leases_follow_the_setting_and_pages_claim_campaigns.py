@@ -14,7 +14,7 @@ def follow_the_setting(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("labelling", "0004_label_idempotency_key"),
+        ("labelling", "0005_exportrecord_report"),
     ]
 
     operations = [
