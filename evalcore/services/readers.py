@@ -27,7 +27,8 @@ from .tools import huggingface, inspect_logs, ir_collections
 #: Containers: what the file is made of. A tool's export is read from its container, then adapted.
 CONTAINERS = ("jsonl", "json", "csv", "parquet")
 TREC_FORMATS = ("trec-qrels", "trec-run", "msmarco-run")
-FORMATS = (*CONTAINERS, *TOOLS, *TREC_FORMATS)
+# once each (msmarco-run is a tool and a TREC format): the API's enum is named by this exact list
+FORMATS = tuple(dict.fromkeys((*CONTAINERS, *TOOLS, *TREC_FORMATS)))
 BATCH = 2000
 _RUN_SUFFIXES = (".res", ".run", ".trec")
 

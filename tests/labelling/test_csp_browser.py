@@ -31,6 +31,7 @@ NOT_PAGES = {
     "labelling:preview": "a POST the campaigns page makes on load (it runs here)",
     "labelling:annotators": "a POST",
     "labelling:leave": "a POST the labelling page sends when it closes",
+    "labelling:report-publish": "a POST recording an export, then a download",
     "accounts:person-access": "a POST",
     "accounts:token-revoke": "a POST",
     "favicon": "an image, not a page",
