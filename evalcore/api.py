@@ -20,7 +20,8 @@ from labelstudio_lite.accounts.access import IsEvalOwner
 from labelstudio_lite.rest import JSONObjectField, JSONParser, Pagination, StrictBooleanField
 
 from .forms import PlanLabelsForm, PlanQuestionsForm
-from .jobs import (
+from .jobs.dispatch import job_snapshot
+from .jobs.kinds import (
     EvalSetImportParams,
     GateParams,
     RunImportParams,
@@ -40,7 +41,6 @@ from .selectors import (
     stored_items,
 )
 from .services.comparisons import comparison_as_dict
-from .services.jobs import job_snapshot
 from .services.judge_fitness import JUDGE_POLICIES
 from .services.planning import plan_labels, plan_questions
 from .services.problems import UserFacingError, about_field

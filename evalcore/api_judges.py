@@ -15,10 +15,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from .api import EvalOwnerAPIView, JobOutput, Pagination, _accepted, _page, _valid
-from .jobs import JudgeRunParams, RescoreParams, request_judge_run, request_rescore_baseline
+from .jobs.dispatch import job_snapshot
+from .jobs.kinds import JudgeRunParams, RescoreParams, request_judge_run, request_rescore_baseline
+from .jobs.runner import job_cancel
 from .models import Comparison, Job, JudgeConfig, Run
 from .selectors import run_by_ref
-from .services.jobs import job_cancel, job_snapshot
 from .services.judge_configs import judge_config_as_dict, judge_config_create
 from .services.judge_fitness import judge_validation, judge_validations
 from .services.judge_runs import CLAIM_MODES, judge_run_estimate

@@ -6,4 +6,4 @@ class EvalcoreConfig(AppConfig):
     verbose_name = "Eval sets, runs and gates"
 
     def ready(self) -> None:
-        from . import jobs  # noqa: F401  (registers evalcore's job kinds)
+        from .jobs import kinds, worker  # noqa: F401  (registers evalcore's job kinds; connects the worker's start-up)

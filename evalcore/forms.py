@@ -7,7 +7,7 @@ import math
 from django import forms
 from django.core.validators import RegexValidator
 
-from .models import Run
+from .models import Comparison, JudgeConfig, Run
 from .services.fields import FieldError, parse_json_object
 from .services.names import NAME_RULE
 from .services.readers import FORMATS
@@ -232,8 +232,6 @@ class JudgeRunForm(forms.Form):
     )
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        from .models import JudgeConfig
-
         super().__init__(*args, **kwargs)
         self.fields["judge_config"].queryset = JudgeConfig.objects.exclude(endpoint_kind="").order_by("name")
 
@@ -245,8 +243,6 @@ class RescoreForm(forms.Form):
     claims = forms.ChoiceField(choices=[("keep", "keep"), ("split", "split")], initial="keep")
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        from .models import Comparison
-
         super().__init__(*args, **kwargs)
         self.fields["comparison"].queryset = Comparison.objects.all()
 

@@ -18,8 +18,11 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST
 
+from .celery import app as celery_app
 from .outage import _first_line
+from .prometheus import export
 
 
 def check_database() -> str:
@@ -46,9 +49,7 @@ def check_migrations() -> str:
 def check_broker() -> str:
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return "none: jobs run in-process (embedded mode)"
-    from .celery import app
-
-    with app.connection_for_write() as connection:
+    with celery_app.connection_for_write() as connection:
         connection.ensure_connection(max_retries=1, timeout=2)
         return connection.as_uri()  # the password masked
 
@@ -124,8 +125,4 @@ def metrics(request: HttpRequest) -> HttpResponse:
     )
     if not allowed:
         raise PermissionDenied("metrics are for staff, or a request with Authorization: Bearer METRICS_TOKEN")
-    from prometheus_client import CONTENT_TYPE_LATEST
-
-    from .metrics import export
-
     return HttpResponse(export(), content_type=CONTENT_TYPE_LATEST)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from django.db import InterfaceError, OperationalError
 
+from evalcore.jobs.errors import BrokerUnavailable
+
 RETRY_AFTER_SECONDS = 30
 
 
 def outage_message(error: BaseException) -> str | None:
     """What is unavailable, in words, if ``error`` is an outage (not a bug); None otherwise."""
-    from evalcore.services.jobs import BrokerUnavailable
-
     if isinstance(error, BrokerUnavailable):
         return str(error)
     if isinstance(error, OperationalError | InterfaceError) or type(error).__name__ == "DatabaseBusy":

@@ -272,9 +272,12 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = envstr("CELERY_RESULT_BACKEND", "") or None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# The job task (registered as "evalcore.run_job", the name messages in flight carry) and the worker's
+# start-up handler live in evalcore/jobs/, not in an app's tasks.py: a worker imports them by name.
+CELERY_IMPORTS = ("evalcore.jobs.task", "evalcore.jobs.worker")
 # A task is acknowledged when it ends, and given back to the broker when its worker process dies
 # (a pool child killed by the OOM killer): the task delivered again finds its job's process gone and
-# fails it with the reason (or resumes a judge run); it never runs a job twice (see jobs.py).
+# fails it with the reason (or resumes a judge run); it never runs a job twice (see evalcore/jobs/).
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..jobs.errors import JobCancelled
 from ..models import JudgeCall, JudgeConfig
-from ..services.jobs import JobCancelled
 from ..services.problems import UserFacingError
 from .client import CallResult, JudgeClient, Limits
 from .prompts import CallRequest
@@ -181,7 +181,7 @@ def run_calls(
 ) -> dict[str, str]:
     """Make sure every request has a cached answer; return the failures (input hash -> why).
 
-    Raises :class:`~evalcore.services.jobs.JobCancelled` when ``should_stop()`` says so (checked about once a
+    Raises :class:`~evalcore.jobs.errors.JobCancelled` when ``should_stop()`` says so (checked about once a
     second): no new call starts, the calls in flight finish (they are paid for) and every answer is written.
     """
     loop = asyncio.new_event_loop()

@@ -11,8 +11,10 @@ from typing import Any, TextIO
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from ..jobs.dispatch import job_follow, jobs_recover
+from ..jobs.errors import BrokerUnavailable
 from ..models import Job
-from ..services.jobs import BrokerUnavailable, job_follow, jobs_recover
+from ..selectors import run_by_ref
 from ..services.problems import ImportFailed, UserFacingError
 from ..services.tools.huggingface import dataset_file
 from ..services.uploads import discard_uploads_of, store_local_files
@@ -99,8 +101,6 @@ def run_import_cli(
 
 def base_and_candidate(options: dict[str, Any]) -> tuple[Any, Any]:
     """The runs ``--base`` and ``--candidate`` name (within ``--evalset`` when given); CommandError if either is unknown."""
-    from ..selectors import run_by_ref
-
     try:
         base = run_by_ref(options["base"], evalset=options["evalset"])
         candidate = run_by_ref(options["candidate"], evalset=options["evalset"])

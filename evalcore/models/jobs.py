@@ -10,10 +10,12 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from ..jobs.registry import job_kind_label
+
 
 class Job(models.Model):
     """One piece of long work. Its ``kind`` names a job kind an app registered
-    (``evalcore.services.jobs.register_job_kind``): evalcore does not list the other apps' kinds."""
+    (:func:`evalcore.jobs.registry.register_job_kind`), and its label comes from that registry: evalcore does not list the other apps' kinds."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -66,8 +68,6 @@ class Job(models.Model):
 
     @property
     def kind_label(self) -> str:
-        from ..services.jobs import job_kind_label
-
         return job_kind_label(self.kind)
 
     @property

@@ -42,6 +42,7 @@ from ..judging.prompts import (
     check_template,
 )
 from ..models import JudgeConfig
+from ..selectors import NotFound
 from .fields import FieldError, as_dict, as_number, as_text, check_depth, checked_text, extra_fields, json_safe
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector, UserFacingError
@@ -379,8 +380,6 @@ def judge_config_create(
 
 def judge_config_named(ref: str) -> JudgeConfig:
     """The judge config named ``ref`` (or ``#ID``, or a hash prefix of 8+ characters); NotFound otherwise."""
-    from ..selectors import NotFound
-
     configs = JudgeConfig.objects.all()
     found = None
     if ref.startswith("#") and ref[1:].isdigit():

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from ..models import JudgeConfig, Run
+from .problems import UserFacingError
 
 FIT, NOT_FIT, UNVALIDATED = "fit", "not_fit", "unvalidated"
 JUDGE_POLICIES = ("review", "warn", "off")
@@ -155,7 +156,5 @@ def corrected_pass_rates(config: JudgeConfig | None, runs: list[Run]) -> list[Co
 
 def check_judge_policy(policy: str) -> str:
     if policy not in JUDGE_POLICIES:
-        from .problems import UserFacingError
-
         raise UserFacingError(f"the judge policy is one of {', '.join(JUDGE_POLICIES)}, got {policy!r}")
     return policy

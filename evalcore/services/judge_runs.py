@@ -37,8 +37,7 @@ from ..judging.runner import (
     tokens_cost,
 )
 from ..models import JudgeCall, JudgeConfig, Row, Run, RunChunk
-from .importing import create_once, in_batches
-from .jobs import Progress, no_progress
+from .importing import Progress, create_once, in_batches, no_progress
 from .names import check_name
 from .problems import UserFacingError
 from .runs import QuestionIndex, store_rows

@@ -8,7 +8,7 @@ from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..charts import ForestRow, forest_plot_svg, responsive
 from ..forms import ChangedRowsForm, CompareForm
-from ..jobs import GateParams, request_gate
+from ..jobs.kinds import GateParams, request_gate
 from ..models import Comparison, Job, Run
 from ..selectors import (
     CHANGED_KEPT,

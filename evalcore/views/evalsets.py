@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..forms import EvalSetImportForm
-from ..jobs import IMPORT_EVALSET, EvalSetImportParams, request_evalset_import
+from ..jobs.kinds import IMPORT_EVALSET, EvalSetImportParams, request_evalset_import
 from ..models import EvalSetVersion, Job
 from ..selectors import evalsets_with_versions, version_runs
 from ..services.uploads import save_upload

@@ -14,8 +14,9 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from labelstudio_lite.accounts.access import eval_owner_required
 
+from ..jobs.dispatch import job_snapshot
+from ..jobs.errors import BrokerUnavailable
 from ..models import Job
-from ..services.jobs import BrokerUnavailable, job_snapshot
 from ..services.problems import UserFacingError
 
 

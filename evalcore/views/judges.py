@@ -13,9 +13,9 @@ from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..api_judges import rescore_params
 from ..forms import JudgeConfigForm, JudgeRunForm, RescoreForm
-from ..jobs import JudgeRunParams, request_judge_run, request_rescore_baseline
+from ..jobs.kinds import JudgeRunParams, request_judge_run, request_rescore_baseline
+from ..jobs.runner import job_cancel
 from ..models import Job, JudgeConfig, Run
-from ..services.jobs import job_cancel
 from ..services.judge_configs import judge_config_as_dict, judge_config_create
 from ..services.judge_fitness import judge_validation, judge_validations
 from ..services.judge_runs import default_name, judge_run_estimate

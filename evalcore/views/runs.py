@@ -11,7 +11,7 @@ from django.views.decorators.vary import vary_on_headers
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..forms import RowFilterForm, RunImportForm
-from ..jobs import IMPORT_RUN, RunImportParams, request_run_import
+from ..jobs.kinds import IMPORT_RUN, RunImportParams, request_run_import
 from ..models import EvalSet, Job, Row, Run
 from ..selectors import run_rows, runs_list
 from ..services.runs import gold_note

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from evalcore.api import JobOutput
 from evalcore.api import _accepted as job_accepted
 from evalcore.api import _save as save_api_upload
+from evalcore.jobs.labelling_kinds import LabelImportParams, TryPromptParams, request_labels_import, request_try_prompt
 from evalcore.selectors import run_by_ref
 from evalcore.services.problems import UserFacingError
 from evalcore.services.uploads import discard_upload
@@ -24,7 +25,6 @@ from labelstudio_lite.rest import MAX_ID, JSONObjectField, StrictCharField, id_f
 from labelstudio_lite.schema import ErrorOutput
 
 from .access import campaign_for_labelling, campaign_for_owner, verdict_set_for
-from .jobs import LabelImportParams, TryPromptParams, request_labels_import, request_try_prompt
 from .models import Campaign, Label
 from .selectors import (
     annotator_agreement,

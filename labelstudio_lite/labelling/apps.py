@@ -7,10 +7,10 @@ class LabellingConfig(AppConfig):
     verbose_name = "Labelling campaigns"
 
     def ready(self) -> None:
+        from evalcore.jobs import labelling_kinds  # noqa: F401  (registers the labelling job kinds)
         from evalcore.services.judge_configs import register_few_shot_source
         from evalcore.services.judge_fitness import register_judge_validation_source
 
-        from . import jobs  # noqa: F401  (registers the labelling job handlers)
         from .services.judge_validation import CampaignValidations
         from .services.tuned_prompt import few_shot_examples
 

@@ -15,7 +15,7 @@ import pytest
 from celery.signals import task_prerun
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from evalcore.jobs import RunImportParams, request_run_import
+from evalcore.jobs.kinds import RunImportParams, request_run_import
 from evalcore.models import EvalSetVersion, Job, Run
 from labelstudio_lite.celery import app
 from tests.factories import QUESTIONS, ok_rows
@@ -90,8 +90,8 @@ def test_api_uploads_run_as_jobs_on_an_in_process_worker_through_the_broker(sett
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_separate_celery_worker_process_runs_a_job_on_the_test_database(settings, tmp_path, owner):
+    from evalcore.jobs.task import run_job
     from evalcore.services.evalsets import evalset_import
-    from evalcore.tasks import run_job
 
     evalset_import(path=write_jsonl(tmp_path / "questions.jsonl", QUESTIONS), name="support")
     rows = write_jsonl(tmp_path / "rows.jsonl", ok_rows())

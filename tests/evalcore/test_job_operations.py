@@ -16,14 +16,15 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from evalcore.jobs import IMPORT_EVALSET
+from evalcore.jobs import dispatch, liveness, registry
+from evalcore.jobs.kinds import IMPORT_EVALSET
+from evalcore.jobs.liveness import job_reap, this_process
+from evalcore.jobs.runner import job_run
+from evalcore.jobs.task import run_job
 from evalcore.models import Job, Run
-from evalcore.services import jobs as jobs_service
-from evalcore.services.jobs import job_reap, job_run, this_process
 from evalcore.services.problems import ImportFailed
 from evalcore.services.runs import run_import
 from evalcore.services.uploads import stored_uploads
-from evalcore.tasks import run_job
 from tests.factories import QUESTIONS, make_eval_set, ok_rows
 from tests.files import write_jsonl
 
@@ -47,8 +48,8 @@ def with_handler(monkeypatch, handler) -> None:
     """Run eval set import jobs with ``handler`` instead of the import."""
     import dataclasses
 
-    kind = jobs_service.JOB_KINDS[IMPORT_EVALSET]
-    monkeypatch.setitem(jobs_service.JOB_KINDS, IMPORT_EVALSET, dataclasses.replace(kind, handler=handler))
+    kind = registry.JOB_KINDS[IMPORT_EVALSET]
+    monkeypatch.setitem(registry.JOB_KINDS, IMPORT_EVALSET, dataclasses.replace(kind, handler=handler))
 
 
 def questions_file() -> SimpleUploadedFile:
@@ -117,7 +118,7 @@ def test_the_job_page_fails_a_job_whose_process_is_gone_instead_of_showing_it_ru
 
 @pytest.mark.django_db
 def test_a_job_on_another_host_is_failed_once_its_alive_key_lapses_in_the_shared_cache(monkeypatch):
-    monkeypatch.setattr(jobs_service, "_shared_cache", lambda: True)
+    monkeypatch.setattr(liveness, "_shared_cache", lambda: True)
     long_ago = timezone.now() - timedelta(minutes=5)
     lost = Job.objects.create(
         kind=IMPORT_EVALSET, status=Job.Status.RUNNING, runner="lost-host:41:7", started_at=long_ago
@@ -129,7 +130,7 @@ def test_a_job_on_another_host_is_failed_once_its_alive_key_lapses_in_the_shared
         kind=IMPORT_EVALSET, status=Job.Status.RUNNING, runner="new-host:43:7", started_at=timezone.now()
     )
     cache.set(f"job-alive:{alive.pk}", alive.runner, 60)
-    assert jobs_service.jobs_recover() == [lost.pk]
+    assert dispatch.jobs_recover() == [lost.pk]
     lost.refresh_from_db()
     assert "pid 41 on lost-host" in lost.error
     assert not job_reap(Job.objects.get(pk=alive.pk)) and not job_reap(Job.objects.get(pk=just_started.pk))
@@ -237,7 +238,7 @@ def test_a_command_while_the_broker_is_down_says_so_in_one_line_and_leaves_no_jo
 @pytest.mark.django_db
 def test_a_job_whose_task_ended_without_recording_its_end_is_failed_though_its_process_lives_on(monkeypatch):
     """A pool process outlives the task (the database was away when the job's end was written): the alive key lapses."""
-    monkeypatch.setattr(jobs_service, "_shared_cache", lambda: True)
+    monkeypatch.setattr(liveness, "_shared_cache", lambda: True)
     job = Job.objects.create(
         kind=IMPORT_EVALSET,
         status=Job.Status.RUNNING,
@@ -268,14 +269,14 @@ def test_a_job_whose_sender_died_before_the_hand_off_is_sent_by_the_next_door_on
     orphan.refresh_from_db()
     assert orphan.status == Job.Status.QUEUED and orphan.sent_at is not None
 
-    jobs_service.jobs_recover()  # what every door, the CLI and a starting worker call
+    dispatch.jobs_recover()  # what every door, the CLI and a starting worker call
     assert broker_up == [orphan.pk]  # once, not at every look
     assert Job.objects.get(pk=just_made.pk).sent_at is None and Job.objects.get(pk=handed_off.pk).sent_at is not None
 
 
 @pytest.mark.django_db
 def test_a_job_the_broker_took_says_when_and_one_it_still_refuses_waits_for_the_next_try(broker_up, monkeypatch):
-    jobs_service.job_send(Job.objects.create(kind=IMPORT_EVALSET).pk)
+    dispatch.job_send(Job.objects.create(kind=IMPORT_EVALSET).pk)
     assert Job.objects.get().sent_at is not None
 
     orphan = Job.objects.create(kind=IMPORT_EVALSET, created_at=timezone.now() - timedelta(minutes=5))
@@ -284,6 +285,6 @@ def test_a_job_the_broker_took_says_when_and_one_it_still_refuses_waits_for_the_
         raise KombuOperationalError("Connection refused.")
 
     monkeypatch.setattr(run_job, "apply_async", refuse)
-    assert jobs_service.jobs_send_unsent() == []
+    assert dispatch.jobs_send_unsent() == []
     orphan.refresh_from_db()
     assert orphan.status == Job.Status.QUEUED and orphan.sent_at is None  # still there for the next try

@@ -15,9 +15,10 @@ import pytest
 from celery.signals import worker_ready
 from django.core.management import call_command
 
-from evalcore.jobs import IMPORT_EVALSET, JUDGE_RUN
+from evalcore.jobs.dispatch import jobs_recover
+from evalcore.jobs.kinds import IMPORT_EVALSET, JUDGE_RUN
+from evalcore.jobs.liveness import this_process
 from evalcore.models import EvalSet, Job
-from evalcore.services.jobs import jobs_recover, this_process
 from tests.factories import QUESTIONS
 from tests.files import write_jsonl
 
@@ -150,13 +151,13 @@ def test_a_judge_run_that_keeps_killing_its_worker_is_resumed_twice_then_failed_
     task delivered again fails it with the reason instead."""
     import dataclasses
 
-    from evalcore.services import jobs as jobs_service
-    from evalcore.services.jobs import job_run
+    from evalcore.jobs import registry
+    from evalcore.jobs.runner import job_run
 
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    kind = jobs_service.JOB_KINDS[JUDGE_RUN]
+    kind = registry.JOB_KINDS[JUDGE_RUN]
     monkeypatch.setitem(
-        jobs_service.JOB_KINDS, JUDGE_RUN, dataclasses.replace(kind, handler=lambda local, job, progress: {"ok": 1})
+        registry.JOB_KINDS, JUDGE_RUN, dataclasses.replace(kind, handler=lambda local, job, progress: {"ok": 1})
     )
     host = this_process().split(":")[0]
     killed = Job.objects.create(

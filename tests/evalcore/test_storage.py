@@ -17,10 +17,10 @@ from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
-from evalcore.jobs import EvalSetImportParams
+from evalcore.jobs.kinds import EvalSetImportParams
+from evalcore.jobs.runner import job_run
 from evalcore.models import EvalSetVersion, Job
 from evalcore.services import uploads
-from evalcore.services.jobs import job_run
 from tests.factories import QUESTIONS
 from tests.files import write_jsonl
 from tests.s3server import bucket_keys, s3_server, s3_storages
@@ -186,7 +186,7 @@ def test_an_upload_cut_off_by_its_client_leaves_no_temporary_file(settings, owne
 
 
 def test_a_job_whose_storage_went_away_fails_saying_so_and_one_whose_upload_is_gone_says_that(on_s3, settings):
-    from evalcore.jobs import request_evalset_import
+    from evalcore.jobs.kinds import request_evalset_import
 
     def queued_import(name: str) -> Job:
         path = uploads.save_upload(SimpleUploadedFile("questions.jsonl", questions_bytes()))

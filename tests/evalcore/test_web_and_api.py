@@ -10,10 +10,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from evalcore.jobs import IMPORT_RUN
+from evalcore.jobs.kinds import IMPORT_RUN
+from evalcore.jobs.runner import progress_reporter
 from evalcore.models import Comparison, EvalSetVersion, Job, Row, Run
 from evalcore.services.comparisons import compare_runs
-from evalcore.services.jobs import progress_reporter
 from labelstudio_lite.accounts.tokens import token_create
 from tests.factories import JUDGE, QUESTIONS, make_eval_set, make_run, ok_row, ok_rows
 

@@ -11,9 +11,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from evalcore.jobs import JudgeRunParams, request_judge_run
+from evalcore.jobs.errors import JobCancelled
+from evalcore.jobs.kinds import JudgeRunParams, request_judge_run
+from evalcore.jobs.runner import job_cancel, job_run
 from evalcore.models import Job, JudgeCall, Row, Run
-from evalcore.services.jobs import JobCancelled, job_cancel, job_run
 from evalcore.services.judge_runs import judge_run, judge_run_estimate
 from evalcore.services.problems import UserFacingError
 from tests.factories import make_literal_run

@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from evalcore.jobs import JudgeRunParams, request_judge_run
+from evalcore.jobs.kinds import JudgeRunParams, request_judge_run
+from evalcore.jobs.task import run_job
 from evalcore.models import Job, JudgeCall, Row, Run
 from evalcore.services.judge_configs import judge_config_create
-from evalcore.tasks import run_job
 from tests.evalcore.conftest import start_celery_worker, stop_celery_worker
 from tests.evalcore.test_celery_worker import own_queue, wait_for
 from tests.factories import make_literal_run, runnable_judge

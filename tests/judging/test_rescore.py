@@ -9,7 +9,7 @@ import io
 import pytest
 from django.core.management import call_command
 
-from evalcore.jobs import GateParams, RescoreParams, request_gate, request_rescore_baseline
+from evalcore.jobs.kinds import GateParams, RescoreParams, request_gate, request_rescore_baseline
 from evalcore.models import Comparison, Job, Run
 from evalcore.services.judge_runs import judge_run
 from evalcore.services.problems import UserFacingError

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from evalcore.jobs.labelling_kinds import TryPromptParams, request_try_prompt
 from evalcore.services.problems import UserFacingError
-from labelstudio_lite.labelling.jobs import TryPromptParams, request_try_prompt
 from labelstudio_lite.labelling.models import ExportRecord, Item, RemeasurementView, VerdictSet
 from labelstudio_lite.labelling.services.assignment import next_item, submit_label
 from labelstudio_lite.labelling.services.exports import disagreements_export, labels_export

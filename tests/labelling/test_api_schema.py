@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from evalcore.jobs import IMPORT_RUN
+from evalcore.jobs.kinds import IMPORT_RUN
 from evalcore.models import Job
 from evalcore.services.comparisons import compare_runs
 from labelstudio_lite.accounts.tokens import token_create

@@ -11,9 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from evalcore.jobs.labelling_kinds import IMPORT_VERDICTS
 from evalcore.models import Job
 from evalcore.services.problems import ImportFailed
-from labelstudio_lite.labelling.jobs import IMPORT_VERDICTS
 from labelstudio_lite.labelling.models import Verdict, VerdictSet
 from labelstudio_lite.labelling.services.verdicts import verdicts_import
 from tests.factories import ANSWER_JUDGE, TUNED_JUDGE

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evalcore.engine import BLOCK, PASS, REVIEW
 from evalcore.engine.multiplicity import CORRECTIONS
 
-from ...jobs import GateParams, request_gate
+from ...jobs.kinds import GateParams, request_gate
 from ...models import Comparison
 from ...services.comparisons import comparison_as_dict, family_sentence, headline_decision, reviews_to_settle
 from ...services.judge_fitness import JUDGE_POLICIES

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from ...jobs import EvalSetImportParams, request_evalset_import
+from ...jobs.kinds import EvalSetImportParams, request_evalset_import
 from ...services.readers import FORMATS
 from ..cli import existing_file, run_import_cli
 

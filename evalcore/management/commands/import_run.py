@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ...jobs import RunImportParams, request_run_import
+from ...jobs.kinds import RunImportParams, request_run_import
 from ...services.problems import UserFacingError
 from ...services.readers import FORMATS, read_json_object_file
 from ...services.trec import TIE_ORDERS

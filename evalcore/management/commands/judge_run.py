@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ...jobs import JudgeRunParams, request_judge_run
+from ...jobs.kinds import JudgeRunParams, request_judge_run
 from ...selectors import run_by_ref
 from ...services.judge_configs import judge_config_named
 from ...services.judge_runs import CLAIM_MODES, judge_run_estimate

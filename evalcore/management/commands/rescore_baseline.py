@@ -8,7 +8,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from ...jobs import RescoreParams, request_rescore_baseline
+from ...jobs.kinds import RescoreParams, request_rescore_baseline
 from ...models import Comparison
 from ...services.comparisons import comparison_as_dict
 from ...services.judge_runs import CLAIM_MODES

@@ -33,7 +33,7 @@ from django.urls import reverse
 from evalcore.judging.prompts import ItemText, Prompts
 from evalcore.judging.runner import cached_outputs, check_runnable
 from evalcore.models import JudgeConfig
-from evalcore.services.jobs import Progress, no_progress
+from evalcore.services.importing import Progress, no_progress
 from evalcore.services.judge_configs import derived_config, judge_config_derived, normalize_judge_config
 from evalcore.services.judge_runs import judge_calls
 from evalcore.services.names import check_name

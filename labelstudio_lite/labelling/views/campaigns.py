@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evalcore.jobs.labelling_kinds import IMPORT_LABELS, LabelImportParams, request_labels_import
 from evalcore.models import Run
 from evalcore.services.problems import UserFacingError
 from evalcore.services.uploads import save_upload
@@ -16,7 +17,6 @@ from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner
 from ..forms import AdjudicationForm, AnnotatorsForm, CampaignForm, LabelImportForm, RemoveAnnotatorForm
-from ..jobs import IMPORT_LABELS, LabelImportParams, request_labels_import
 from ..selectors import (
     FinalStatus,
     annotator_agreement,

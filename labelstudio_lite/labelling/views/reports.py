@@ -9,13 +9,19 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalcore.charts import confusion_heatmap_svg, responsive, slice_intervals_svg
+from evalcore.jobs.labelling_kinds import (
+    IMPORT_VERDICTS,
+    TryPromptParams,
+    VerdictImportParams,
+    request_try_prompt,
+    request_verdicts_import,
+)
 from evalcore.services.problems import UserFacingError
 from evalcore.views.jobs import register_job_form, retried_job, values_of
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner, verdict_set_for
 from ..forms import ExportForm, FreshHeldoutForm, ThresholdForm, TryPromptForm, VerdictImportForm
-from ..jobs import IMPORT_VERDICTS, TryPromptParams, VerdictImportParams, request_try_prompt, request_verdicts_import
 from ..models import Campaign
 from ..selectors import campaign_export, campaign_exports, remeasurement_opened, verdict_sets_of
 from ..services.campaigns import campaign_fresh_heldout, campaign_set_thresholds

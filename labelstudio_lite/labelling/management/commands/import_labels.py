@@ -6,9 +6,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
+from evalcore.jobs.labelling_kinds import LabelImportParams, request_labels_import
 from evalcore.management.cli import existing_file, run_import_cli
 
-from ...jobs import LabelImportParams, request_labels_import
 from ...services.label_sources import LABEL_FORMATS, MATCHES
 
 

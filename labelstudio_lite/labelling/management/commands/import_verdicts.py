@@ -4,11 +4,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evalcore.jobs.labelling_kinds import VerdictImportParams, request_verdicts_import
 from evalcore.management.cli import existing_file, run_import_cli
 from evalcore.services.problems import UserFacingError
 from evalcore.services.readers import read_json_object_file
-
-from ...jobs import VerdictImportParams, request_verdicts_import
 
 
 class Command(BaseCommand):

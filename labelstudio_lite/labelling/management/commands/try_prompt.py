@@ -5,11 +5,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evalcore.jobs.labelling_kinds import TryPromptParams, request_try_prompt
 from evalcore.management.cli import run_job_cli
 from evalcore.services.judge_configs import judge_config_named
 from evalcore.services.problems import UserFacingError
-
-from ...jobs import TryPromptParams, request_try_prompt
 
 
 class Command(BaseCommand):

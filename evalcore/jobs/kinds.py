@@ -2,7 +2,8 @@
 
 Each kind has a frozen parameters dataclass (stored as the job's params), one request function
 that every door calls (page, API, CLI) and that refuses what it can refuse before a job exists,
-and a handler that calls the kind's service when the job runs (see :mod:`evalcore.services.jobs`).
+and a handler that calls the kind's service when the job runs (see :mod:`evalcore.jobs.runner`).
+evalcore's ``ready()`` imports this module, which registers the kinds.
 """
 
 from __future__ import annotations
@@ -11,22 +12,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .models import EvalSetVersion, Job, JudgeConfig, Run
-from .selectors import NotFound, version_by_ref
-from .services.comparisons import SLICE_COLUMN, check_gate_correction, check_margins, compare_runs, comparison_check
-from .services.evalsets import EvalSetImportResult, evalset_import
-from .services.fields import FieldError, json_safe
-from .services.jobs import Progress, job_cancel_requested, job_request, register_job_kind
-from .services.judge_configs import normalize_judge_config
-from .services.judge_fitness import check_judge_policy
-from .services.judge_runs import default_name, judge_run, judge_run_check, rescore_plan
-from .services.names import check_name
-from .services.problems import ImportFailed, ImportProblem, UserFacingError, about_field
-from .services.readers import detect_format
-from .services.run_options import GAINS
-from .services.runs import run_import
-from .services.trec import TIE_ORDERS
-from .services.uploads import discarding_uploads, local_head, upload_exists
+from ..models import EvalSetVersion, Job, JudgeConfig, Run
+from ..selectors import NotFound, version_by_ref
+from ..services.comparisons import SLICE_COLUMN, check_gate_correction, check_margins, compare_runs, comparison_check
+from ..services.evalsets import EvalSetImportResult, evalset_import
+from ..services.fields import FieldError, json_safe
+from ..services.importing import Progress
+from ..services.judge_configs import normalize_judge_config
+from ..services.judge_fitness import check_judge_policy
+from ..services.judge_runs import default_name, judge_run, judge_run_check, rescore_plan
+from ..services.names import check_name
+from ..services.problems import ImportFailed, ImportProblem, UserFacingError, about_field
+from ..services.readers import detect_format
+from ..services.run_options import GAINS
+from ..services.runs import run_import
+from ..services.trec import TIE_ORDERS
+from ..services.uploads import discarding_uploads, local_head, upload_exists
+from .dispatch import job_request
+from .registry import register_job_kind
+from .runner import job_cancel_requested
 
 IMPORT_EVALSET = "import_evalset"
 IMPORT_RUN = "import_run"

@@ -1,8 +1,9 @@
 """The labelling app's job kinds: import labels made elsewhere, import a new judge config's verdicts,
 try a tuned prompt on the held-out items.
 
-Registered with evalcore's one job lifecycle (:mod:`evalcore.services.jobs`); each kind has a
-parameters dataclass and one request function that every door calls.
+Registered with evalcore's one job lifecycle (:mod:`evalcore.jobs`); each kind has a parameters
+dataclass and one request function that every door calls. The labelling app's ``ready()`` imports this
+module (evalcore's own app does not), so the kinds exist where the labelling app is installed.
 """
 
 from __future__ import annotations
@@ -13,20 +14,23 @@ from typing import Any
 
 from django.urls import reverse
 
-from evalcore.models import Job, JudgeConfig
-from evalcore.selectors import NotFound
-from evalcore.services.jobs import Progress, job_cancel_requested, job_request, register_job_kind
-from evalcore.services.judge_configs import normalize_judge_config
-from evalcore.services.problems import UserFacingError, about_field
-from evalcore.services.readers import detect_format
-from evalcore.services.uploads import discarding_uploads, local_head, upload_exists
+from labelstudio_lite.labelling.models import Campaign
+from labelstudio_lite.labelling.selectors import campaign_get
+from labelstudio_lite.labelling.services.label_import import VALUES, labels_import
+from labelstudio_lite.labelling.services.label_sources import MATCHES, LabelSource, read_users
+from labelstudio_lite.labelling.services.tuned_prompt import TunedPrompt, tuned_prompt_check, tuned_prompt_try
+from labelstudio_lite.labelling.services.verdicts import verdicts_import
 
-from .models import Campaign
-from .selectors import campaign_get
-from .services.label_import import VALUES, labels_import
-from .services.label_sources import MATCHES, LabelSource, read_users
-from .services.tuned_prompt import TunedPrompt, tuned_prompt_check, tuned_prompt_try
-from .services.verdicts import verdicts_import
+from ..models import Job, JudgeConfig
+from ..selectors import NotFound
+from ..services.importing import Progress
+from ..services.judge_configs import normalize_judge_config
+from ..services.problems import UserFacingError, about_field
+from ..services.readers import detect_format
+from ..services.uploads import discarding_uploads, local_head, upload_exists
+from .dispatch import job_request
+from .registry import register_job_kind
+from .runner import job_cancel_requested
 
 IMPORT_LABELS = "import_labels"
 IMPORT_VERDICTS = "import_verdicts"

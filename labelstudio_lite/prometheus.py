@@ -16,9 +16,14 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from django.conf import settings
+from django.db.models import Count
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import REGISTRY, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from evalcore.models import Job
+
+from .celery import app
 
 logger = logging.getLogger(__name__)
 
@@ -28,10 +33,6 @@ RECENT_JOBS = 10_000  # the histogram covers at most this many of the latest fin
 
 class JobCollector(Collector):
     def collect(self) -> Iterator[Metric]:
-        from django.db.models import Count
-
-        from evalcore.models import Job
-
         counts = GaugeMetricFamily("lsl_jobs", "Jobs by kind and status.", labels=["kind", "status"])
         for row in Job.objects.order_by().values("kind", "status").annotate(n=Count("id")):
             counts.add_metric([row["kind"], row["status"]], row["n"])
@@ -59,8 +60,6 @@ class JobCollector(Collector):
 def _broker_metrics() -> Iterator[Metric]:
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return
-    from .celery import app
-
     up = GaugeMetricFamily("lsl_broker_up", "Whether the broker answered this scrape.")
     depth = GaugeMetricFamily("lsl_queue_depth", "Tasks waiting in the broker's queue.", labels=["queue"])
     queue = app.conf.task_default_queue
