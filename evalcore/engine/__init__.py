@@ -21,6 +21,16 @@ from .agreement import (
     kappa_standard_error,
 )
 from .bootstrap import BootstrapResult, paired_bootstrap, percentile_positions
+from .certificates import (
+    CERTIFICATE_STATES,
+    INCONCLUSIVE,
+    TRUSTED,
+    UNTRUSTED,
+    CertificateBars,
+    JudgeCertificate,
+    certificate_state,
+    certify_judge,
+)
 from .planning import (
     LABEL_STATISTICS,
     JudgeAssumptions,
@@ -77,11 +87,14 @@ from .retrieval import (
 )
 from .spans import Chunk, ChunkMap, Span, map_spans_to_chunks
 from .stratified import StratifiedAgreement, stratified_agreement
+from .weighted_kappa import KAPPA_WEIGHTS, agreement_weights, weighted_kappa, weighted_kappa_interval
 
 __all__ = [
     "BLOCK",
     "BinaryAgreement",
     "BootstrapResult",
+    "CERTIFICATE_STATES",
+    "CertificateBars",
     "Chunk",
     "ChunkMap",
     "DEFAULT_MARGIN",
@@ -90,9 +103,12 @@ __all__ = [
     "GAINS",
     "GateDecision",
     "GateReport",
+    "INCONCLUSIVE",
     "Interval",
     "KAPPA_UNDEFINED_REASON",
     "JudgeAssumptions",
+    "JudgeCertificate",
+    "KAPPA_WEIGHTS",
     "KappaEstimate",
     "LABEL_STATISTICS",
     "LabelPlan",
@@ -108,12 +124,17 @@ __all__ = [
     "RetrievalSummary",
     "STATUSES",
     "SUPPORTED",
+    "TRUSTED",
     "Span",
     "StratifiedAgreement",
     "stratified_agreement",
     "UNSUPPORTED",
+    "UNTRUSTED",
     "UndefinedMetricWarning",
+    "agreement_weights",
     "binary_agreement",
+    "certificate_state",
+    "certify_judge",
     "cohen_kappa",
     "decide",
     "detectable_difference",
@@ -145,5 +166,7 @@ __all__ = [
     "score_retrieval",
     "settle_review",
     "summarize_retrieval",
+    "weighted_kappa",
+    "weighted_kappa_interval",
     "z_score",
 ]
