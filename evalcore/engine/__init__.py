@@ -20,6 +20,7 @@ from .agreement import (
     kappa_interval,
     kappa_standard_error,
 )
+from .alt_test import ALT_TEST_SCORINGS, AltTestResult, AnnotatorComparison, alternative_annotator_test
 from .bootstrap import BootstrapResult, paired_bootstrap, percentile_positions
 from .certificates import (
     CERTIFICATE_STATES,
@@ -90,6 +91,9 @@ from .stratified import StratifiedAgreement, stratified_agreement
 from .weighted_kappa import KAPPA_WEIGHTS, agreement_weights, weighted_kappa, weighted_kappa_interval
 
 __all__ = [
+    "ALT_TEST_SCORINGS",
+    "AltTestResult",
+    "AnnotatorComparison",
     "BLOCK",
     "BinaryAgreement",
     "BootstrapResult",
@@ -132,6 +136,7 @@ __all__ = [
     "UNTRUSTED",
     "UndefinedMetricWarning",
     "agreement_weights",
+    "alternative_annotator_test",
     "binary_agreement",
     "certificate_state",
     "certify_judge",
