@@ -209,7 +209,7 @@ def alternative_annotator_test(
     min_items_per_annotator: int = 30,
     min_annotators: int = 3,
 ) -> AltTestResult:
-    """Run the alternative annotator test: does the judge match the annotators better than each of them does?
+    """Run the alternative annotator test: whether the judge matches the annotators better than each of them does.
 
     Parameters
     ----------
