@@ -311,6 +311,34 @@ def _kappa_reason(kappa: KappaEstimate, bars: CertificateBars, weights: str | No
     return f"{head}, as low as {kappa.low:.2f} (lower end of its {level} interval) against a {bars.min_kappa:g} bar"
 
 
+def _kappa(
+    human: np.ndarray,
+    judge: np.ndarray,
+    human_scores: Sequence | None,
+    judge_scores: Sequence | None,
+    scale: Sequence | None,
+    weights: str | None,
+    confidence: float,
+) -> KappaEstimate:
+    """Weighted kappa on the scores when given, else Cohen's kappa on the failure flags."""
+    if (human_scores is None) != (judge_scores is None):
+        raise ValueError("give both human_scores and judge_scores, or neither")
+    if human_scores is not None:
+        if weights not in KAPPA_WEIGHTS:
+            raise ValueError(f"weights must be 'linear' or 'quadratic' with scores, got {weights!r}")
+        if scale is None:
+            raise ValueError("scale (the ordinal labels in order, say [1, 2, 3, 4, 5]) is required with scores")
+        if len(human_scores) != len(human) or len(judge_scores) != len(human):
+            raise ValueError(
+                f"the scores must cover the failure flags' {len(human)} items: got {len(human_scores)} human and "
+                f"{len(judge_scores)} judge scores"
+            )
+        return weighted_kappa_interval(human_scores, judge_scores, weights=weights, labels=scale, confidence=confidence)
+    if weights is not None or scale is not None:
+        raise ValueError("weights and scale apply to scores: give human_scores and judge_scores with them")
+    return kappa_interval(human.tolist(), judge.tolist(), confidence=confidence)
+
+
 def certify_judge(
     *,
     human_failure: Sequence,
@@ -381,25 +409,7 @@ def certify_judge(
         )
     if len(human) == 0:
         raise ValueError("human_failure and judge_failure are empty: there is nothing to certify")
-    if (human_scores is None) != (judge_scores is None):
-        raise ValueError("give both human_scores and judge_scores, or neither")
-    if human_scores is not None:
-        if weights not in KAPPA_WEIGHTS:
-            raise ValueError(f"weights must be 'linear' or 'quadratic' with scores, got {weights!r}")
-        if scale is None:
-            raise ValueError("scale (the ordinal labels in order, say [1, 2, 3, 4, 5]) is required with scores")
-        if len(human_scores) != len(human) or len(judge_scores) != len(human):
-            raise ValueError(
-                f"the scores must cover the failure flags' {len(human)} items: got {len(human_scores)} human and "
-                f"{len(judge_scores)} judge scores"
-            )
-        kappa = weighted_kappa_interval(
-            human_scores, judge_scores, weights=weights, labels=scale, confidence=bars.confidence
-        )
-    else:
-        if weights is not None or scale is not None:
-            raise ValueError("weights and scale apply to scores: give human_scores and judge_scores with them")
-        kappa = kappa_interval(human.tolist(), judge.tolist(), confidence=bars.confidence)
+    kappa = _kappa(human, judge, human_scores, judge_scores, scale, weights, bars.confidence)
     failures = int(human.sum())
     missed = int((human & ~judge).sum())
     if failures:
