@@ -30,6 +30,7 @@ from .certificates import (
     CertificateBars,
     JudgeCertificate,
     certificate_state,
+    certify_intervals,
     certify_judge,
 )
 from .planning import (
@@ -139,6 +140,7 @@ __all__ = [
     "alternative_annotator_test",
     "binary_agreement",
     "certificate_state",
+    "certify_intervals",
     "certify_judge",
     "cohen_kappa",
     "decide",

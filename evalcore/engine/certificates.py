@@ -26,8 +26,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._validation import check_probability
-from .agreement import KappaEstimate, kappa_interval
+from ._interval import Interval
+from ._validation import check_positive_int, check_probability
+from .agreement import KAPPA_UNDEFINED_REASON, KappaEstimate, kappa_interval
 from .proportions import ProportionEstimate, proportion_interval, z_score
 from .weighted_kappa import KAPPA_WEIGHTS, KappaWeights, weighted_kappa_interval
 
@@ -114,6 +115,8 @@ class JudgeCertificate:
         The weighting of kappa (None: unweighted kappa on the failure flags).
     more_items : int or None, default None
         ``more_failure_labels`` in items of any class at the sample's share of failure-class items.
+    missed : int, default 0
+        The failure-class items in the sample the judge passed.
 
     Examples
     --------
@@ -133,11 +136,7 @@ class JudgeCertificate:
     bars: CertificateBars = field(default_factory=CertificateBars)
     weights: str | None = None
     more_items: int | None = None
-
-    @property
-    def missed(self) -> int:
-        """The failure-class items the judge passed."""
-        return 0 if self.failure_items == 0 else self.miss_rate.successes
+    missed: int = 0
 
     def sentence(self) -> str:
         """Return the state and its reasons in one line: "inconclusive: misses up to 19 % of ..."."""
@@ -195,6 +194,13 @@ class JudgeCertificate:
         }
 
 
+def _no_failures(confidence: float) -> ProportionEstimate:
+    """The miss rate without a failure-class item: unknown, anything from 0 to 1."""
+    return ProportionEstimate(
+        estimate=math.nan, low=0.0, high=1.0, n=0, se=math.nan, confidence=confidence, method="wilson"
+    )
+
+
 def _flags(values: Sequence, name: str) -> np.ndarray:
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of booleans (True: the item is in the failure class), not a string")
@@ -238,8 +244,16 @@ def certificate_state(
     return INCONCLUSIVE
 
 
-def _more_failure_labels(miss: ProportionEstimate, kappa: KappaEstimate, bars: CertificateBars) -> int | None:
-    """The fewest extra failure-class items that decide, if the observed rates held (None: none does)."""
+def _more_failure_labels(
+    miss: ProportionEstimate, kappa: KappaEstimate, bars: CertificateBars, *, wilson: bool = True
+) -> int | None:
+    """The fewest extra failure-class items that decide, if the observed rates held (None: none does).
+
+    The miss rate's bounds are its Wilson interval at the observed rate over more items (``wilson``),
+    or its bounds' distances to the estimate shrunk by ``sqrt(failures / (failures + extra))`` (an
+    interval from a weighted design); kappa's bounds shrink that way too (its standard error falls as
+    ``1 / sqrt(items)``, the items growing with the failure-class items at the sample's share).
+    """
     failures = miss.n
     if failures == 0:  # no failure seen yet: what a judge that misses none would need, at least
         return next(
@@ -249,18 +263,20 @@ def _more_failure_labels(miss: ProportionEstimate, kappa: KappaEstimate, bars: C
         )
     if math.isnan(kappa.estimate):
         return None
-    z = z_score(bars.confidence)
 
     def decided(extra: int) -> bool:
-        total = failures + extra
-        bound = proportion_interval(float(miss.estimate), total, confidence=bars.confidence)
-        # the items grow with the failure-class items at the sample's share: kappa's se shrinks as 1 / sqrt(items)
-        se = kappa.se * math.sqrt(failures / total)
+        shrink = math.sqrt(failures / (failures + extra))
+        if wilson:
+            bound = proportion_interval(float(miss.estimate), failures + extra, confidence=bars.confidence)
+            miss_low, miss_high = bound.low, bound.high
+        else:
+            miss_low = miss.estimate - (miss.estimate - miss.low) * shrink
+            miss_high = miss.estimate + (miss.high - miss.estimate) * shrink
         state = certificate_state(
-            miss_low=bound.low,
-            miss_high=bound.high,
-            kappa_low=kappa.estimate - z * se,
-            kappa_high=kappa.estimate + z * se,
+            miss_low=miss_low,
+            miss_high=miss_high,
+            kappa_low=kappa.estimate - (kappa.estimate - kappa.low) * shrink,
+            kappa_high=kappa.estimate + (kappa.high - kappa.estimate) * shrink,
             bars=bars,
         )
         return state != INCONCLUSIVE
@@ -415,11 +431,33 @@ def certify_judge(
     if failures:
         miss = proportion_interval(missed, failures, confidence=bars.confidence)
     else:
-        miss = ProportionEstimate(
-            estimate=math.nan, low=0.0, high=1.0, n=0, se=math.nan, confidence=bars.confidence, method="wilson"
-        )
-    one_class = failures in (0, len(human))
-    if one_class:
+        miss = _no_failures(bars.confidence)
+    return _certificate(
+        kappa=kappa,
+        miss=miss,
+        items=len(human),
+        missed=missed,
+        bars=bars,
+        weights=weights if human_scores is not None else None,
+        failure_label=failure_label,
+        wilson=True,
+    )
+
+
+def _certificate(
+    *,
+    kappa: KappaEstimate,
+    miss: ProportionEstimate,
+    items: int,
+    missed: int,
+    bars: CertificateBars,
+    weights: str | None,
+    failure_label: str,
+    wilson: bool,
+) -> JudgeCertificate:
+    """The state, the reasons and "label about N more" from the two intervals."""
+    failures = miss.n
+    if failures in (0, items):
         # people put every item in one class: kappa is 0 or undefined whatever the judge does, so it decides nothing
         kappa = KappaEstimate(
             math.nan, math.nan, math.nan, se=math.nan, confidence=bars.confidence, undefined_reason=ONE_CLASS_REASON
@@ -430,9 +468,9 @@ def certify_judge(
     reasons = [_miss_reason(miss, bars, failure_label), _kappa_reason(kappa, bars, weights)]
     more = more_items = None
     if state == INCONCLUSIVE:
-        more = _more_failure_labels(miss, kappa, bars)
+        more = _more_failure_labels(miss, kappa, bars, wilson=wilson)
         if more is not None:
-            more_items = math.ceil(more * len(human) / failures) if failures else None
+            more_items = math.ceil(more * items / failures) if failures else None
             extra = f" (about {more_items} more items at the sample's share)" if more_items else ""
             at_least = "at least " if not failures else "about "
             reasons.append(f"label {at_least}{more} more {failure_label}{extra} to decide")
@@ -444,11 +482,111 @@ def certify_judge(
         state=state,
         kappa=kappa,
         miss_rate=miss,
-        items=len(human),
+        items=items,
         failure_items=failures,
         more_failure_labels=more,
         reasons=tuple(reasons),
         bars=bars,
-        weights=weights if human_scores is not None else None,
+        weights=weights,
         more_items=more_items,
+        missed=missed,
+    )
+
+
+def certify_intervals(
+    *,
+    kappa: Interval,
+    miss_rate: Interval,
+    items: int,
+    failure_items: int,
+    missed: int,
+    bars: CertificateBars = CertificateBars(),
+    weights: KappaWeights | None = None,
+    failure_label: str = "failure-class items",
+) -> JudgeCertificate:
+    """Certify a judge from intervals computed elsewhere, such as a stratified sample's weighted estimates.
+
+    A campaign that over-samples the judge's rarer verdict must weight its labels back to the run
+    (:func:`~evalcore.engine.stratified_agreement`); its kappa and miss-rate intervals are then
+    read against the bars exactly as :func:`certify_judge` reads its own.
+
+    Parameters
+    ----------
+    kappa : Interval
+        Kappa (or weighted kappa) with its interval at ``bars.confidence``.
+    miss_rate : Interval
+        The miss rate with its interval at ``bars.confidence``.
+    items : int
+        Items labelled.
+    failure_items : int
+        Of those, the items people failed.
+    missed : int
+        Of those, the items the judge passed.
+    bars : CertificateBars, default CertificateBars()
+        The bars and the confidence the intervals were computed at.
+    weights : {"linear", "quadratic"} or None, default None
+        The weighting of ``kappa``, for the reasons (None: unweighted).
+    failure_label : str, default "failure-class items"
+        What the failure class is called in the reasons.
+
+    Returns
+    -------
+    JudgeCertificate
+        As :func:`certify_judge`; "label about N more" shrinks both intervals' distances to their
+        estimates as ``sqrt(failure_items / (failure_items + N))``, an approximation that asks for
+        more labels than the Wilson interval would when the miss rate is near 0.
+
+    Examples
+    --------
+    >>> from evalcore.engine import Interval
+    >>> cert = certify_intervals(kappa=Interval(0.85, 0.74, 0.93), miss_rate=Interval(0.04, 0.01, 0.12),
+    ...                          items=240, failure_items=60, missed=2)
+    >>> cert.state
+    'trusted'
+    """
+    if not isinstance(bars, CertificateBars):
+        raise TypeError("bars must be a CertificateBars")
+    items = check_positive_int(items, "items")
+    failure_items = check_positive_int(failure_items, "failure_items", allow_zero=True)
+    missed = check_positive_int(missed, "missed", allow_zero=True)
+    if failure_items > items or missed > failure_items:
+        raise ValueError(
+            f"need missed <= failure_items <= items, got missed={missed}, failure_items={failure_items}, items={items}"
+        )
+    for interval, name in ((kappa, "kappa"), (miss_rate, "miss_rate")):
+        if not isinstance(interval, Interval):
+            raise TypeError(f"{name} must be an Interval (estimate, low, high)")
+        if not (interval.low <= interval.estimate <= interval.high) and not math.isnan(interval.estimate):
+            raise ValueError(f"{name}'s interval must hold its estimate, got {tuple(interval)}")
+    z = z_score(bars.confidence)
+    kappa_estimate = KappaEstimate(
+        kappa.estimate,
+        kappa.low,
+        kappa.high,
+        se=(kappa.high - kappa.low) / (2 * z),
+        confidence=bars.confidence,
+        undefined_reason=getattr(kappa, "undefined_reason", None)
+        or (KAPPA_UNDEFINED_REASON if math.isnan(kappa.estimate) else None),
+    )
+    if failure_items:
+        miss = ProportionEstimate(
+            estimate=miss_rate.estimate,
+            low=miss_rate.low,
+            high=miss_rate.high,
+            n=failure_items,
+            se=getattr(miss_rate, "se", math.nan),
+            confidence=bars.confidence,
+            method=getattr(miss_rate, "method", "given"),
+        )
+    else:
+        miss = _no_failures(bars.confidence)
+    return _certificate(
+        kappa=kappa_estimate,
+        miss=miss,
+        items=items,
+        missed=missed,
+        bars=bars,
+        weights=weights,
+        failure_label=failure_label,
+        wilson=False,
     )

@@ -15,10 +15,13 @@ from evalcore.engine import (
     TRUSTED,
     UNTRUSTED,
     CertificateBars,
+    Interval,
     JudgeCertificate,
+    certify_intervals,
     certify_judge,
     kappa_interval,
     proportion_interval,
+    stratified_agreement,
     weighted_kappa_interval,
 )
 
@@ -350,3 +353,58 @@ def test_certificate_fields_are_the_brief_interface():
     names = list(JudgeCertificate.__dataclass_fields__)
     assert names[:7] == ["state", "kappa", "miss_rate", "items", "failure_items", "more_failure_labels", "reasons"]
     assert list(CertificateBars.__dataclass_fields__) == ["max_miss_rate", "min_kappa", "confidence"]
+
+
+# --------------------------------------------------------------------------------------------
+# Intervals computed elsewhere (a stratified sample weighted back to the run)
+# --------------------------------------------------------------------------------------------
+
+
+def test_certify_intervals_reads_the_same_bounds_as_certify_judge():
+    for counts in (
+        dict(failures=16, missed=0, passes=184, false_fails=4),
+        dict(failures=120, missed=3, passes=380, false_fails=10),
+        dict(failures=50, missed=22, passes=150, false_fails=8),
+    ):
+        human, judge = flags(**counts)
+        own = certify_judge(human_failure=human, judge_failure=judge)
+        given = certify_intervals(
+            kappa=own.kappa,
+            miss_rate=own.miss_rate,
+            items=own.items,
+            failure_items=own.failure_items,
+            missed=own.missed,
+        )
+        assert (given.state, given.reasons[:2], given.missed) == (own.state, own.reasons[:2], counts["missed"])
+        if own.more_failure_labels is not None:  # the scaled approximation asks for at least as many
+            assert given.more_failure_labels >= own.more_failure_labels
+
+
+def test_a_stratified_sample_is_certified_on_its_weighted_rates():
+    # the judge's fails over-sampled: in the sample it misses 6 of 66 failures, weighted to the run far more
+    tables = [[[150, 4], [6, 2]], [[10, 8], [2, 58]]]  # strata: judge passed, judge failed
+    weights = [20.0, 1.0]
+    run = stratified_agreement(tables, weights, iterations=2000)
+    cert = certify_intervals(kappa=run.kappa, miss_rate=run.miss_rate, items=240, failure_items=68, missed=8)
+    raw = certify_judge(
+        human_failure=[False] * 154 + [True] * 8 + [False] * 18 + [True] * 60,
+        judge_failure=[False] * 150 + [True] * 4 + [False] * 6 + [True] * 2 + [False] * 10 + [True] * 8 + [False] * 2
+        + [True] * 58,
+    )  # fmt: skip
+    assert raw.miss_rate.estimate == pytest.approx(8 / 68)
+    assert cert.miss_rate.estimate == pytest.approx(run.miss_rate.estimate) and cert.miss_rate.estimate > 0.5
+    assert cert.state == UNTRUSTED and raw.state != UNTRUSTED
+    json.dumps(cert.as_dict(), allow_nan=False)
+
+
+def test_certify_intervals_refuses_inconsistent_counts_and_intervals():
+    good = dict(
+        kappa=Interval(0.8, 0.7, 0.9), miss_rate=Interval(0.1, 0.05, 0.2), items=100, failure_items=30, missed=3
+    )
+    with pytest.raises(ValueError, match="missed <= failure_items <= items"):
+        certify_intervals(**{**good, "missed": 31})
+    with pytest.raises(ValueError, match="must hold its estimate"):
+        certify_intervals(**{**good, "kappa": Interval(0.8, 0.85, 0.9)})
+    with pytest.raises(TypeError, match="miss_rate must be an Interval"):
+        certify_intervals(**{**good, "miss_rate": (0.1, 0.05, 0.2)})
+    assert certify_intervals(**good).state == INCONCLUSIVE
