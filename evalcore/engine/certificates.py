@@ -13,8 +13,9 @@ at ``(1 + confidence) / 2``):
 - ``inconclusive`` otherwise, with the failure-class items to label for a decision if the observed
   rates held (the planner's "label about N more").
 
-A judge exactly at a bar reads ``trusted`` with probability at most about ``(1 - confidence) / 2``
-(2.5 % at 0.95), whatever the number of labels; docs/conventions.md says when that is optimistic.
+A judge exactly at a bar reads ``trusted`` with probability about ``(1 - confidence) / 2`` (2.5 % at
+0.95; the Wilson bound's discreteness takes it to 2.8 % at worst, measured exactly), whatever the
+number of labels; docs/conventions.md says when that is optimistic.
 """
 
 from __future__ import annotations
@@ -457,8 +458,9 @@ def _certificate(
 ) -> JudgeCertificate:
     """The state, the reasons and "label about N more" from the two intervals."""
     failures = miss.n
-    if failures in (0, items):
+    if failures in (0, items) and weights is None:
         # people put every item in one class: kappa is 0 or undefined whatever the judge does, so it decides nothing
+        # (weighted kappa on scores still measures agreement within the class)
         kappa = KappaEstimate(
             math.nan, math.nan, math.nan, se=math.nan, confidence=bars.confidence, undefined_reason=ONE_CLASS_REASON
         )

@@ -408,3 +408,17 @@ def test_certify_intervals_refuses_inconsistent_counts_and_intervals():
     with pytest.raises(TypeError, match="miss_rate must be an Interval"):
         certify_intervals(**{**good, "miss_rate": (0.1, 0.05, 0.2)})
     assert certify_intervals(**good).state == INCONCLUSIVE
+
+
+def test_scores_keep_weighted_kappa_even_when_people_failed_every_item():
+    people = [1, 2, 1, 2, 2, 1, 2, 1] * 5
+    judge = [1, 2, 1, 2, 1, 1, 2, 2] * 5
+    cert = certify_judge(
+        human_failure=[True] * 40,
+        judge_failure=[True] * 40,
+        human_scores=people,
+        judge_scores=judge,
+        scale=[1, 2, 3, 4, 5],
+        weights="linear",
+    )
+    assert cert.kappa.undefined_reason is None and cert.kappa.estimate > 0
