@@ -91,7 +91,9 @@ def _coverage(level, *, units, sims, seed, resamples=400):
 @pytest.mark.parametrize("level", ["nominal", "ordinal"])
 def test_the_unit_bootstrap_interval_covers_the_population_alpha_by_simulation(level):
     coverage = _coverage(level, units=120, sims=200, seed=41)
-    assert 0.9 <= coverage <= 0.985, coverage  # measured 0.965 (nominal) and 0.915 (ordinal) on these 200 samples; 0.94-0.945 on 1,000 (slow)
+    assert 0.9 <= coverage <= 0.985, (
+        coverage
+    )  # measured 0.965 (nominal) and 0.915 (ordinal) on these 200 samples; 0.94-0.945 on 1,000 (slow)
 
 
 @pytest.mark.slow
