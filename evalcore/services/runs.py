@@ -30,6 +30,7 @@ from .fields import FieldError, as_id, as_int
 from .importing import (
     Progress,
     about_file,
+    allocate_ids,
     create_once,
     in_batches,
     insert_values,
@@ -570,8 +571,13 @@ def store_rows(
                 merged_scores.append(merged)
                 kind = gold_kind(info)
                 gold_counts[kind] = gold_counts.get(kind, 0) + 1
-            written += insert_values(Row, ROW_FIELDS, values)
-            row_ids, last_pk = _new_row_ids(run, after=last_pk, expected=[info.pk for info in infos])
+            allocated = allocate_ids(Row, len(values))
+            if allocated is None:
+                written += insert_values(Row, ROW_FIELDS, values)
+                row_ids, last_pk = _new_row_ids(run, after=last_pk, expected=[info.pk for info in infos])
+            else:
+                written += insert_values(Row, ("id", *ROW_FIELDS), [(pk, *v) for pk, v in zip(allocated, values)])
+                row_ids = allocated
             table.add(
                 questions=[info.pk for info in infos],
                 rows=row_ids,
@@ -595,8 +601,9 @@ def store_rows(
 
 
 def _new_row_ids(run: Run, *, after: int, expected: list[int]) -> tuple[list[int], int]:
-    """The ids of the rows just written (ids above ``after``: this transaction alone writes the run's rows, and
-    ids only grow), in the order of ``expected`` (their questions' ids); and the highest of them."""
+    """The ids of the rows just written on SQLite (ids above ``after``: this transaction alone writes the run's rows,
+    and ids only grow; the run's index holds them in id order, so this is a range read), in the order of
+    ``expected`` (their questions' ids); and the highest of them."""
     written = dict(Row.objects.filter(run=run, pk__gt=after).order_by().values_list("question_id", "pk"))
     if len(written) != len(expected) or any(pk not in written for pk in expected):
         raise ValueError(f"the rows written for run {run.name} do not match the batch")
