@@ -11,20 +11,17 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 import pyarrow.parquet as pq
-from django.db.models import Count, Max, Min, TextField
-from django.db.models.functions import Cast
 
 from evalcore.engine import ChunkMap
 
-from ..models import EvalSetVersion, Question, Row, Run, RunChunk, RunScoreTable
+from ..models import EvalSetVersion, Row, Run, RunChunk, RunScoreTable
 from ..selectors import version_by_ref
 from .fields import FieldError, as_id, as_int
 from .importing import (
@@ -50,6 +47,7 @@ from .run_options import (
     run_options,
     system_config_checked,
 )
+from .run_questions import LOOKUP_BATCH, QuestionIndex
 from .run_rows import normalize_row, reached
 from .score_tables import ScoreTableWriter
 from .scoring import QuestionInfo, score_rows
@@ -58,8 +56,6 @@ from .tool_formats import tool_records
 from .trec import read_import
 
 BATCH = 2000
-#: Question ids looked up in one query (SQLite takes 999 parameters in a statement).
-LOOKUP_BATCH = 900
 #: The columns :func:`store_rows` writes, in the order of its value tuples.
 ROW_FIELDS = (
     "run",
@@ -110,99 +106,6 @@ def read_chunk_map(path: Path, display: str | None = None) -> tuple[ChunkMap, li
     if not chunks:
         raise ImportFailed([ImportProblem(display, None, None, "the chunk map is empty")])
     return ChunkMap(chunks), chunks
-
-
-class QuestionIndex:
-    """The eval set version's questions, looked up a batch of ids at a time: memory holds one batch's
-    questions, never the whole version (a 1,000,000-question version held whole took about 1 GB)."""
-
-    def __init__(self, version: EvalSetVersion, per_slice: dict[str, int], pk_range: tuple[int, int], count: int):
-        self.version = version
-        self.per_slice = per_slice
-        self.pk_range = pk_range
-        self.count = count
-        self._by_text: _TextIndex | None = None
-
-    @classmethod
-    def load(cls, version: EvalSetVersion) -> QuestionIndex:
-        questions = Question.objects.filter(version=version)
-        per_slice: dict[str, int] = {}
-        for qtype, n in questions.order_by().values_list("qtype").annotate(n=Count("pk")):
-            per_slice[slice_name(qtype)] = per_slice.get(slice_name(qtype), 0) + n
-        span = questions.order_by().aggregate(low=Min("pk"), high=Max("pk"))
-        return cls(version, per_slice, (span["low"] or 0, span["high"] or 0), sum(per_slice.values()))
-
-    def lookup(self, qids: Iterable[str]) -> dict[str, QuestionInfo]:
-        """The questions of these ids (unknown ones are absent), in one query per 900 ids."""
-        found: dict[str, QuestionInfo] = {}
-        wanted = list(dict.fromkeys(qids))
-        for start in range(0, len(wanted), LOOKUP_BATCH):
-            values = Question.objects.filter(version=self.version, qid__in=wanted[start : start + LOOKUP_BATCH])
-            values = values.order_by().annotate(gold_text=Cast("gold", TextField()))
-            for pk, qid, qtype, answerable, gold in values.values_list("pk", "qid", "qtype", "answerable", "gold_text"):
-                found[qid] = QuestionInfo(pk, qid, qtype, answerable, orjson.loads(gold))  # as text: orjson parses it
-        return found
-
-    @property
-    def by_text(self) -> _TextIndex:
-        """Question text -> qid ("" when several questions share the text), loaded only if a row has no id."""
-        if self._by_text is None:
-            self._by_text = _TextIndex(self.version)
-        return self._by_text
-
-    def first_lines(self) -> _FirstLines:
-        """A book of the line each question's row was first seen on (a duplicate names it)."""
-        return _FirstLines(self.pk_range, self.count)
-
-
-class _TextIndex(Mapping[str, str]):
-    """The version's question texts, read from the database the first time a row is matched by its text."""
-
-    def __init__(self, version: EvalSetVersion) -> None:
-        self.version = version
-        self._index: dict[str, str] | None = None
-
-    def _loaded(self) -> dict[str, str]:
-        if self._index is None:
-            index: dict[str, str] = {}
-            texts = Question.objects.filter(version=self.version).order_by().values_list("qid", "text")
-            for qid, text in texts.iterator(chunk_size=5000):
-                key = text.strip()
-                index[key] = "" if key in index else qid
-            self._index = index
-        return self._index
-
-    def __getitem__(self, key: str) -> str:
-        return self._loaded()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._loaded())
-
-    def __len__(self) -> int:
-        return len(self._loaded())
-
-
-class _FirstLines:
-    """Question pk -> the line its row was first seen on, in four bytes a question (the pks of a version's
-    questions are nearly contiguous: they are written in bulk), or a dict when they are not."""
-
-    def __init__(self, pk_range: tuple[int, int], count: int) -> None:
-        low, high = pk_range
-        self.low = low
-        span = high - low + 1
-        self.array = np.zeros(span, dtype=np.int64) if 0 < span <= 4 * count + 100_000 else None
-        self.other: dict[int, int] = {}
-
-    def get(self, pk: int) -> int:
-        if self.array is not None and 0 <= pk - self.low < len(self.array):
-            return int(self.array[pk - self.low])
-        return self.other.get(pk, 0)
-
-    def set(self, pk: int, line: int) -> None:
-        if self.array is not None and 0 <= pk - self.low < len(self.array):
-            self.array[pk - self.low] = line
-        else:
-            self.other[pk] = line
 
 
 def _row_checker(
