@@ -17,7 +17,7 @@ from ..models import Job
 from ..selectors import run_by_ref
 from ..services.problems import ImportFailed, UserFacingError
 from ..services.tools.huggingface import dataset_file
-from ..services.uploads import discard_uploads_of, store_local_files
+from ..services.uploads import check_file_size, discard_uploads_of, store_local_files
 
 
 class ProgressBar:
@@ -78,7 +78,8 @@ def existing_file(path: Path, what: str = "") -> str:
     """Return the absolute path of a file named on the command line; CommandError if there is no such file.
 
     ``what`` names the option in the message (``"chunk map"``: ``PATH: no such file (chunk map)``). A folder
-    that a Hugging Face dataset was saved to (``save_to_disk``) names its Arrow file.
+    that a Hugging Face dataset was saved to (``save_to_disk``) names its Arrow file. A file over
+    ``UPLOAD_MAX_BYTES`` is refused as an upload of it would be.
     """
     if path.is_dir() and not what:
         try:
@@ -87,6 +88,10 @@ def existing_file(path: Path, what: str = "") -> str:
             raise CommandError(str(error)) from None
     if not path.is_file():
         raise CommandError(f"{path}: no such file" + (f" ({what})" if what else ""))
+    try:
+        check_file_size(path.name, path.stat().st_size)  # the upload limit: the same file through the page is refused
+    except ImportFailed as error:
+        raise CommandError(str(error)) from None
     return str(path.resolve())
 
 

@@ -10,9 +10,11 @@ treat a repeated import as a no-op.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import orjson
 from django.db import IntegrityError, connection, models, transaction
 
 from .fields import FieldError
@@ -111,33 +113,63 @@ def in_batches(values: Iterable[T], size: int) -> Iterator[list[T]]:
 
 
 def insert_values(model: type[models.Model], fields: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
-    """Insert rows given as tuples of field values with one ``executemany``; return how many.
+    """Insert rows given as tuples of field values in bulk; return how many.
 
-    ``bulk_create`` builds every model instance and compiles every value through the ORM, which
-    cost more than parsing and scoring an imported row put together (profiled on a 100,000-row
-    run). Here only JSON fields are adapted (the database's own adapter, as the ORM does);
-    ``executemany`` is a prepared statement on SQLite and a pipeline on PostgreSQL. No signals are
-    sent (``bulk_create`` sends none either); the caller's transaction holds the writes.
+    PostgreSQL takes them with ``COPY ... FROM STDIN`` (psycopg's ``cursor.copy``), its bulk-load path:
+    several times the rows a second of an ``INSERT`` per row, however pipelined. SQLite gets one
+    ``executemany`` of a prepared ``INSERT``. ``bulk_create`` builds every model instance and compiles
+    every value through the ORM, which cost more than parsing and scoring an imported row put together
+    (profiled on a 100,000-row run); here only JSON fields are encoded (orjson, with the standard
+    library for what it refuses). No signals are sent (``bulk_create`` sends none either); the caller's
+    transaction holds the writes.
     """
     meta = model._meta
     columns = [meta.get_field(name) for name in fields]
     quote = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c.column) for c in columns)}) "
-        f"VALUES ({', '.join(['%s'] * len(columns))})"
-    )
-    json_at = [i for i, c in enumerate(columns) if isinstance(c, models.JSONField)]
-    adapt = connection.ops.adapt_json_value
+    names = ", ".join(quote(c.column) for c in columns)
+    json_at = [(i, c.encoder) for i, c in enumerate(columns) if isinstance(c, models.JSONField)]
     params = []
     for row in rows:
         values = list(row)
-        for i in json_at:
-            values[i] = adapt(values[i], columns[i].encoder)
+        for i, encoder in json_at:
+            values[i] = json_text(values[i], encoder)
         params.append(values)
-    if params:
-        with connection.cursor() as cursor:
-            cursor.executemany(sql, params)
+    if not params:
+        return 0
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {quote(meta.db_table)} ({names}) FROM STDIN") as copy:
+                for values in params:
+                    copy.write_row(values)
+        else:
+            placeholders = ", ".join(["%s"] * len(columns))
+            cursor.executemany(f"INSERT INTO {quote(meta.db_table)} ({names}) VALUES ({placeholders})", params)
     return len(params)
+
+
+def allocate_ids(model: type[models.Model], count: int) -> list[int] | None:
+    """On PostgreSQL, ``count`` new primary keys of ``model`` from its sequence (one query), so that rows written
+    with ``COPY`` are known by their ids without reading them back; None elsewhere (SQLite reads them back by
+    their range: its ids only grow while the import's transaction holds the write lock)."""
+    if connection.vendor != "postgresql" or count == 0:
+        return None
+    table = model._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [table, model._meta.pk.column, count],
+        )
+        return [pk for (pk,) in cursor.fetchall()]
+
+
+def json_text(value: Any, encoder: type[json.JSONEncoder] | None = None) -> str:
+    """``value`` as JSON text for a JSON column: orjson when it can (several times faster), else ``json``."""
+    if encoder is None:
+        try:
+            return orjson.dumps(value).decode()
+        except (TypeError, orjson.JSONEncodeError):
+            pass  # an integer beyond 64 bits, a key that is not text: the standard library writes them
+    return json.dumps(value, cls=encoder)
 
 
 def refresh_statistics(*models_written: type[models.Model]) -> None:
@@ -145,10 +177,18 @@ def refresh_statistics(*models_written: type[models.Model]) -> None:
 
     Until autovacuum gets to it, the planner believes a new run's 100,000 rows are a few dozen and
     sorts them all for the rows page's first 50 (0.6 s) instead of walking the question index (8 ms).
-    SQLite plans these queries well without statistics.
+    Only the key columns (primary and foreign keys, short fields) are analyzed: the planner's choices
+    here depend on them alone, and sampling the wide ones (a run's contexts, answers and claims,
+    1-3 KB a row, stored out of line) made the ``ANALYZE`` the largest fixed cost of an import
+    (about 2 s, more on a big table). SQLite plans these queries well without statistics.
     """
     if connection.vendor != "postgresql":
         return
+    quote = connection.ops.quote_name
     with connection.cursor() as cursor:
         for model in models_written:
-            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+            keys = [f.column for f in model._meta.concrete_fields if f.primary_key or f.is_relation]
+            keys += [f.column for f in model._meta.concrete_fields if isinstance(f, models.CharField)]
+            cursor.execute(
+                f"ANALYZE {quote(model._meta.db_table)} ({', '.join(quote(c) for c in dict.fromkeys(keys))})"
+            )

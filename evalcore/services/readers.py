@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from .fields import FieldError, check_depth, parse_json_object
 from .json_documents import first_record, is_json_document, read_json_document
 from .limits import limits
@@ -351,7 +353,10 @@ def _read_jsonl(path: Path, name: str, problems: ProblemCollector) -> Iterator[R
         if not text:
             continue
         try:
-            data = json.loads(text)
+            try:
+                data = orjson.loads(text)  # several times faster; what it refuses is read by json, as before
+            except orjson.JSONDecodeError:
+                data = json.loads(text)
             # a value cannot nest deeper than it has opening brackets: most lines need no walk
             if text.count("[") + text.count("{") > depth:
                 check_depth(data)

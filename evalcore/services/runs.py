@@ -10,27 +10,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import numpy as np
+import pyarrow.parquet as pq
 
 from evalcore.engine import ChunkMap
 
-from ..models import EvalSetVersion, Question, Row, Run, RunChunk
+from ..models import EvalSetVersion, Row, Run, RunChunk, RunScoreTable
 from ..selectors import version_by_ref
 from .fields import FieldError, as_id, as_int
 from .importing import (
     Progress,
     about_file,
+    allocate_ids,
     create_once,
     in_batches,
     insert_values,
     no_progress,
     refresh_statistics,
-    validated,
 )
 from .judge_configs import judge_config_get_or_create, normalize_judge_config
 from .names import check_name
@@ -45,10 +47,11 @@ from .run_options import (
     run_options,
     system_config_checked,
 )
+from .run_questions import LOOKUP_BATCH, QuestionIndex
 from .run_rows import normalize_row, reached
-from .score_tables import score_table_write
+from .score_tables import ScoreTableWriter
 from .scoring import QuestionInfo, score_rows
-from .summaries import order_metrics, slice_name, summarize_scores
+from .summaries import order_metrics, slice_name, summarize_columns
 from .tool_formats import tool_records
 from .trec import read_import
 
@@ -105,38 +108,14 @@ def read_chunk_map(path: Path, display: str | None = None) -> tuple[ChunkMap, li
     return ChunkMap(chunks), chunks
 
 
-@dataclass
-class QuestionIndex:
-    """The eval set version's questions, by question id (and by text, for Ragas tables)."""
-
-    by_qid: dict[str, QuestionInfo]
-    by_text: dict[str, str]
-    per_slice: dict[str, int]
-
-    @classmethod
-    def load(cls, version: EvalSetVersion) -> QuestionIndex:
-        by_qid: dict[str, QuestionInfo] = {}
-        by_text: dict[str, str] = {}
-        per_slice: dict[str, int] = {}
-        values = Question.objects.filter(version=version).values_list(
-            "pk", "qid", "qtype", "answerable", "gold", "text"
-        )
-        for pk, qid, qtype, answerable, gold, text in values.iterator(chunk_size=5000):
-            by_qid[qid] = QuestionInfo(pk, qid, qtype, answerable, gold)
-            key = text.strip()
-            by_text[key] = "" if key in by_text else qid
-            per_slice[slice_name(qtype)] = per_slice.get(slice_name(qtype), 0) + 1
-        return cls(by_qid, by_text, per_slice)
-
-
 def _row_checker(
-    index: QuestionIndex, version: EvalSetVersion, fmt: str, chunk_map: ChunkMap | None, k: int | None
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Return the function that validates one record as a row of a run on ``version``."""
+    version: EvalSetVersion, chunk_map: ChunkMap | None, k: int | None
+) -> Callable[[dict[str, Any], QuestionInfo | None], None]:
+    """Return the function that checks one normalized row (and its question, None when unknown) as a row of a
+    run on ``version``."""
 
-    def check(data: dict[str, Any]) -> dict[str, Any]:
-        row = normalize_row(data, fmt=fmt, text_index=index.by_text)
-        if row["qid"] not in index.by_qid:
+    def check(row: dict[str, Any], info: QuestionInfo | None) -> None:
+        if info is None:
             raise FieldError(
                 "id", f"question {row['qid']!r} is not in {version.label}; rows must answer the version's questions"
             )
@@ -153,7 +132,6 @@ def _row_checker(
                 f"{len(row['context_ids'])} chunks reached the model but the run's k is {k}; k must be the number of chunks "
                 f"that reach the model (raise --k)",
             )
-        return row
 
     return check
 
@@ -170,28 +148,70 @@ def _validated_rows(
     trec: TrecOptions = DEFAULT_TREC,
     skipped: list[str] | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line, row)`` for each valid row, its question as ``row["_question"]``; problems go to ``problems``.
+
+    Records are normalized a batch at a time and their questions looked up in one query per batch; a
+    second row for a question is a problem naming the first one's line.
+    """
     records = read_import(
         path, fmt, display, trec="trec-run", holding="a run's rows", problems=problems, ties=trec.ties
     )
     records = tool_records(fmt, records, problems, door="run")
     if fmt in RANKED_RUNS and trec.skip_missing:
         records = _known_topics(records, index, skipped if skipped is not None else [])
-    return validated(
-        records,
-        _row_checker(index, version, fmt, chunk_map, k),
-        problems,
-        key=lambda row: row["qid"],
-        duplicate=lambda qid, first: f"question {qid!r} has a second row (first on line {first}); one row per question",
-    )
+    check = _row_checker(version, chunk_map, k)
+    first_lines = index.first_lines()
+    for normalized in in_batches(_normalized(records, fmt, index), min(BATCH, LOOKUP_BATCH)):
+        infos = index.lookup(row["qid"] for _, row, _ in normalized if row is not None)
+        for line, row, error in normalized:
+            if problems.full:
+                problems.truncated = True
+                return
+            info = None
+            if row is not None:
+                info = infos.get(row["qid"])
+                try:
+                    check(row, info)
+                except FieldError as failed:
+                    error = failed
+            if error is not None or row is None or info is None:
+                assert error is not None
+                problems.add(line, error.field, error.message)
+                continue
+            first = first_lines.get(info.pk)
+            if first:
+                problems.add(
+                    line,
+                    "id",
+                    f"question {row['qid']!r} has a second row (first on line {first}); one row per question",
+                )
+                continue
+            first_lines.set(info.pk, line)
+            row["_question"] = info
+            yield line, row
+
+
+def _normalized(
+    records: Iterable[Record], fmt: str, index: QuestionIndex
+) -> Iterator[tuple[int, dict[str, Any] | None, FieldError | None]]:
+    """Each record as ``(line, row, None)``, or ``(line, None, error)`` when it is refused (the record itself is
+    not kept: a batch of rows waiting for its questions holds the rows only)."""
+    for record in records:
+        try:
+            yield record.line, normalize_row(record.data, fmt=fmt, text_index=index.by_text), None
+        except FieldError as error:
+            yield record.line, None, error
 
 
 def _known_topics(records: Iterable[Record], index: QuestionIndex, skipped: list[str]) -> Iterator[Record]:
     """The run's topics that the eval set holds; the others are listed in ``skipped`` (trec_eval ignores them)."""
-    for record in records:
-        if str(record.data.get("id")) in index.by_qid:
-            yield record
-        else:
-            skipped.append(str(record.data.get("id")))
+    for batch in in_batches(records, LOOKUP_BATCH):
+        known = index.lookup(str(record.data.get("id")) for record in batch)
+        for record in batch:
+            if str(record.data.get("id")) in known:
+                yield record
+            else:
+                skipped.append(str(record.data.get("id")))
 
 
 def _file_hash(path: Path | None) -> str:
@@ -318,7 +338,7 @@ def run_import(
         widest = max(widest, reached(row))
         if count % 1000 == 0:
             progress(count, total and 2 * total, "validating")
-    problems.raise_if_any()
+    _raise_in_line_order(problems)
     if count == 0 and not single_pass:
         raise ImportFailed([ImportProblem(display, None, None, "the file holds no rows")])
     if k is None:
@@ -368,7 +388,7 @@ def run_import(
             if single_pass
             else (lambda written: progress(count + written, 2 * count, "scoring and writing")),
         )
-        second.raise_if_any()  # a problem (one pass), or the file changed between passes: nothing is kept
+        _raise_in_line_order(second)  # a problem (one pass), or the file changed between passes: nothing is kept
         if run.row_count == 0:
             raise ImportFailed([ImportProblem(display, None, None, "the file holds no rows")])
         return run
@@ -390,6 +410,13 @@ def run_import(
     )
 
 
+def _raise_in_line_order(problems: ProblemCollector) -> None:
+    """Raise the problems found, in the order of their lines (the reader's own, such as malformed JSON, are
+    found a batch ahead of the rows' checks)."""
+    problems.problems.sort(key=lambda problem: problem.line or 0)
+    problems.raise_if_any()
+
+
 def _until_a_problem(rows: Iterable[dict[str, Any]], problems: ProblemCollector) -> Iterator[dict[str, Any]]:
     """``rows`` while the file has no problem; after the first, the rest is still read (every problem is listed)
     but nothing more is scored or written: the import will be rolled back."""
@@ -407,51 +434,102 @@ def store_rows(
     progress: Callable[[int], None] = lambda written: None,
     cutoffs: list[int] | None = None,
 ) -> None:
-    """Score rows (as :func:`~.run_rows.normalize_row` gives them) in batches, write them, then the run's count and summary."""
-    summary: list[pd.DataFrame] = []
-    questions: list[int] = []
-    qids: list[str] = []
-    gold_counts = {"unanswerable": 0, "no_gold": 0, "no_relevant_gold": 0}
-    written = 0
-    for batch in in_batches(rows, BATCH):
-        infos = [index.by_qid[row["qid"]] for row in batch]
-        computed = score_rows(batch, infos, k=run.k, gain=run.gain, chunk_map=chunk_map, cutoffs=cutoffs or ())
-        values = []
-        summary_rows: list[tuple[str, dict[str, float | None]]] = []
-        for row, info, scores in zip(batch, infos, computed):
-            merged, metadata = _merge_scores(row, scores)
-            values.append(
-                (
-                    run.pk,
-                    info.pk,
-                    row["retrieved"],
-                    row["context_ids"] or [],
-                    row["context"],
-                    row["answer"],
-                    row["declined"],
-                    row["claims"],
-                    merged,
-                    metadata,
+    """Score rows (as :func:`~.run_rows.normalize_row` gives them) in batches, write them, then the run's count,
+    score table and summary.
+
+    Memory holds one batch: rows go to the database (``COPY`` on PostgreSQL, see
+    :func:`~.importing.insert_values`) and their scores to the score table's temporary file as each batch is
+    done; the summary is then computed from that table a column at a time.
+    """
+    table = ScoreTableWriter()
+    try:
+        gold_counts = {"unanswerable": 0, "no_gold": 0, "no_relevant_gold": 0}
+        written = 0
+        last_pk = 0
+        for batch in in_batches(rows, BATCH):
+            known = {row["qid"]: row["_question"] for row in batch if "_question" in row}
+            missing = [row["qid"] for row in batch if row["qid"] not in known]
+            if missing:
+                known.update(index.lookup(missing))
+            infos = [known[row["qid"]] for row in batch]
+            computed = score_rows(batch, infos, k=run.k, gain=run.gain, chunk_map=chunk_map, cutoffs=cutoffs or ())
+            values = []
+            merged_scores = []
+            for row, info, scores in zip(batch, infos, computed):
+                merged, metadata = _merge_scores(row, scores)
+                values.append(
+                    (
+                        run.pk,
+                        info.pk,
+                        row["retrieved"],
+                        row["context_ids"] or [],
+                        row["context"],
+                        row["answer"],
+                        row["declined"],
+                        row["claims"],
+                        merged,
+                        metadata,
+                    )
                 )
+                merged_scores.append(merged)
+                kind = gold_kind(info)
+                gold_counts[kind] = gold_counts.get(kind, 0) + 1
+            allocated = allocate_ids(Row, len(values))
+            if allocated is None:
+                written += insert_values(Row, ROW_FIELDS, values)
+                row_ids, last_pk = _new_row_ids(run, after=last_pk, expected=[info.pk for info in infos])
+            else:
+                written += insert_values(Row, ("id", *ROW_FIELDS), [(pk, *v) for pk, v in zip(allocated, values)])
+                row_ids = allocated
+            table.add(
+                questions=[info.pk for info in infos],
+                rows=row_ids,
+                qids=[row["qid"] for row in batch],
+                types=[slice_name(info.qtype) for info in infos],
+                scores=merged_scores,
             )
-            summary_rows.append((slice_name(info.qtype), merged))
-            questions.append(info.pk)
-            qids.append(row["qid"])
-            gold_counts[gold_kind(info)] = gold_counts.get(gold_kind(info), 0) + 1
-        written += insert_values(Row, ROW_FIELDS, values)
-        summary.append(score_frame(summary_rows))
-        progress(written)
-    run.row_count = written
-    scores = pd.concat(summary, ignore_index=True) if summary else pd.DataFrame({"slice": []})
-    score_table_write(
-        run=run, questions=questions, qids=qids, types=list(scores["slice"]), scores=scores.drop(columns="slice")
-    )
-    run.summary = {
-        **build_summary([scores], k=run.k, questions_per_slice=index.per_slice),
-        "retrieval_gold": {kind: n for kind, n in gold_counts.items() if kind != "relevant"},
-        **({"cutoffs": sorted({run.k, *cutoffs})} if cutoffs else {}),
-    }
+            progress(written)
+        run.row_count = written
+        stored = table.write_parquet()
+        run.summary = {
+            **table_summary(stored, k=run.k, metrics=table.metrics, questions_per_slice=index.per_slice),
+            "retrieval_gold": {kind: n for kind, n in gold_counts.items() if kind != "relevant"},
+            **({"cutoffs": sorted({run.k, *cutoffs})} if cutoffs else {}),
+        }
+        with stored.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            RunScoreTable.objects.create(run=run, row_count=written, data=data)  # the file's pages, not a copy
+    finally:
+        table.close()
     run.save(update_fields=["row_count", "summary"])
+
+
+def _new_row_ids(run: Run, *, after: int, expected: list[int]) -> tuple[list[int], int]:
+    """The ids of the rows just written on SQLite (ids above ``after``: this transaction alone writes the run's rows,
+    and ids only grow; the run's index holds them in id order, so this is a range read), in the order of
+    ``expected`` (their questions' ids); and the highest of them."""
+    written = dict(Row.objects.filter(run=run, pk__gt=after).order_by().values_list("question_id", "pk"))
+    if len(written) != len(expected) or any(pk not in written for pk in expected):
+        raise ValueError(f"the rows written for run {run.name} do not match the batch")
+    return [written[pk] for pk in expected], max(written.values(), default=after)
+
+
+def table_summary(path: Path, *, k: int, metrics: list[str], questions_per_slice: dict[str, int]) -> dict[str, Any]:
+    """The run's summary (means and intervals per slice) from its score table, read one metric at a time."""
+    parquet = pq.ParquetFile(path)
+    ordered = order_metrics(set(metrics), k)
+    types = parquet.read(columns=["type"]).column("type").combine_chunks().dictionary_encode()
+    names = [str(name) for name in types.dictionary.to_pylist()]
+    order = np.argsort(np.array(names, dtype=object)) if names else np.array([], dtype=np.int64)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    codes = rank[types.indices.to_numpy(zero_copy_only=False)] if names else np.array([], dtype=np.int64)
+
+    def column(metric: str) -> np.ndarray:
+        return parquet.read(columns=[metric]).column(metric).to_numpy(zero_copy_only=False).astype(float)
+
+    return summarize_columns(
+        codes, [names[i] for i in order], column, metrics=ordered, questions_per_slice=questions_per_slice
+    )
 
 
 def gold_kind(question: QuestionInfo) -> str:
@@ -502,19 +580,3 @@ def _merge_scores(
     if overridden:
         metadata["imported_scores"] = overridden
     return merged, metadata
-
-
-def score_frame(rows: list[tuple[str, dict[str, float | None]]]) -> pd.DataFrame:
-    """One batch's scores as float columns beside a ``slice`` column (8 bytes a score, not a dict a row)."""
-    frame = pd.DataFrame([scores for _, scores in rows], dtype=float)
-    frame["slice"] = [s for s, _ in rows]
-    return frame
-
-
-def build_summary(batches: list[pd.DataFrame], *, k: int, questions_per_slice: dict[str, int]) -> dict[str, Any]:
-    """The run's summary from the :func:`score_frame` of each batch."""
-    frame = pd.concat(batches, ignore_index=True) if batches else pd.DataFrame({"slice": []})
-    metrics = order_metrics(set(frame.columns) - {"slice"}, k)
-    frame = frame.reindex(columns=[*metrics, "slice"])
-    frame[metrics] = frame[metrics].astype(float)
-    return summarize_scores(frame, metrics=metrics, questions_per_slice=questions_per_slice)

@@ -1,51 +1,105 @@
 """A run's scores kept as columns (Parquet) beside its rows, so that a gate reads them without decoding JSON.
 
-Written once by :func:`~.runs.store_rows`, in the import's transaction, from the scores it has
-already computed; read by :func:`evalcore.selectors.run_rows_frame`. The table holds, per row, the
+Written once, in the import's transaction, by :class:`ScoreTableWriter` from the scores
+:func:`~.runs.store_rows` has already computed, a batch at a time: each batch goes to a temporary
+file, so the import's memory does not grow with the run (only the finished table, compressed, is
+held to be stored). Read by :func:`evalcore.selectors.run_rows_frame`. The table holds, per row, the
 question's id, the row's id, the question's ``qid`` and slice (``type``) and one float column per metric (NaN where the
-row has no value), in the order of the question ids.
+row has no value). It is written in the file's order; :func:`score_table_read` returns it in the order of the
+question ids (tables written before kept that order on disk).
 """
 
 from __future__ import annotations
 
 import io
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..models import Row, Run, RunScoreTable
+from ..models import Run, RunScoreTable
 
 #: The columns before the metrics.
 KEY_COLUMNS = ("question", "row", "qid", "type")
 
 
-def score_table_write(
-    *, run: Run, questions: Sequence[int], qids: Sequence[str], types: Sequence[str], scores: pd.DataFrame
-) -> RunScoreTable:
-    """Store ``scores`` (one row per question, in the order of ``questions``) as the run's score table."""
-    if not (len(questions) == len(qids) == len(types) == len(scores)):
-        raise ValueError("a score table needs one question id, qid, type and scores row per row")
-    frame = scores.reset_index(drop=True).astype(float)
-    frame.insert(0, "question", np.asarray(questions, dtype=np.int64))
-    frame.insert(1, "qid", pd.array(qids, dtype=object))
-    frame.insert(2, "type", pd.array(types, dtype=object))
-    frame = frame.sort_values("question", kind="stable")
-    # the rows' ids, known once they are written (one query, so that no gate has to read them)
-    ids = Row.objects.filter(run=run).order_by("question_id").values_list("question_id", "pk")
-    ids = np.array(ids, dtype=np.int64).reshape(-1, 2)
-    if not np.array_equal(ids[:, 0], frame["question"].to_numpy()):
-        raise ValueError(f"the scores of run {run.name} do not match its rows")
-    frame.insert(1, "row", ids[:, 1])
-    schema = pa.schema(
-        [("question", pa.int64()), ("row", pa.int64()), ("qid", pa.string()), ("type", pa.string())]
-        + [(str(name), pa.float64()) for name in frame.columns[len(KEY_COLUMNS) :]]
-    )
-    buffer = io.BytesIO()
-    pq.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), buffer, compression="zstd")
-    return RunScoreTable.objects.create(run=run, row_count=len(frame), data=buffer.getvalue())
+class ScoreTableWriter:
+    """Build a run's score table a batch at a time, in constant memory; :meth:`finish` stores it.
+
+    Each :meth:`add` writes its batch to a temporary Arrow file (the metrics a batch has may differ
+    from the next one's: imported scores are free-form); :meth:`finish` writes them as one Parquet
+    table whose columns are every metric seen, in the order first seen, NaN where a row has none.
+    """
+
+    def __init__(self) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="lsl-scores-")
+        self._segments: list[Path] = []
+        self.metrics: list[str] = []
+        self._known: set[str] = set()
+        self.rows = 0
+
+    def add(
+        self,
+        *,
+        questions: Sequence[int],
+        rows: Sequence[int],
+        qids: Sequence[str],
+        types: Sequence[str],
+        scores: Sequence[dict[str, float | None]],
+    ) -> None:
+        """Add one batch: per row its question's id, its own id, the qid, the slice and its merged scores."""
+        if not (len(questions) == len(rows) == len(qids) == len(types) == len(scores)):
+            raise ValueError("a score table needs one question id, row id, qid, type and scores per row")
+        for row_scores in scores:
+            for name in row_scores:
+                if name not in self._known:
+                    self._known.add(name)
+                    self.metrics.append(name)
+        names = [name for name in self.metrics if any(name in row_scores for row_scores in scores)]
+        columns = {
+            "question": pa.array(questions, pa.int64()),
+            "row": pa.array(rows, pa.int64()),
+            "qid": pa.array(qids, pa.string()),
+            "type": pa.array(types, pa.string()),
+        }
+        for name in names:
+            values = np.array([row_scores.get(name) for row_scores in scores], dtype=float)  # None is NaN
+            columns[str(name)] = pa.array(values, pa.float64())
+        segment = Path(self._folder.name) / f"{len(self._segments):06d}.arrow"
+        table = pa.table(columns)
+        with pa.OSFile(str(segment), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        self._segments.append(segment)
+        self.rows += len(questions)
+
+    def schema(self) -> pa.Schema:
+        return pa.schema(
+            [("question", pa.int64()), ("row", pa.int64()), ("qid", pa.string()), ("type", pa.string())]
+            + [(str(name), pa.float64()) for name in self.metrics]
+        )
+
+    def write_parquet(self) -> Path:
+        """Write the batches as one Parquet file (a row group a batch) and return its path."""
+        schema = self.schema()
+        target = Path(self._folder.name) / "scores.parquet"
+        with pq.ParquetWriter(str(target), schema, compression="zstd") as writer:
+            for segment in self._segments:
+                with pa.memory_map(str(segment)) as source:
+                    table = pa.ipc.open_file(source).read_all()
+                missing = [f for f in schema if f.name not in table.column_names]
+                for f in missing:
+                    table = table.append_column(f.name, pa.array(np.full(table.num_rows, np.nan)))
+                writer.write_table(table.select(schema.names))
+                segment.unlink()
+        self._segments = []
+        return target
+
+    def close(self) -> None:
+        self._folder.cleanup()
 
 
 def score_table_read(run: Run, *, metrics: Sequence[str], row_ids: bool) -> pd.DataFrame | None:
@@ -61,6 +115,9 @@ def score_table_read(run: Run, *, metrics: Sequence[str], row_ids: bool) -> pd.D
     table = parquet.read(columns=[*KEY_COLUMNS, *(m for m in dict.fromkeys(metrics) if m in present)])
     if table.num_rows != row_count:
         return None
+    questions = table.column("question").to_numpy()
+    if questions.size > 1 and not bool(np.all(questions[1:] >= questions[:-1])):
+        table = table.sort_by("question")  # written in the file's order: rows come in the order of their questions
     matrix = np.full((table.num_rows, len(metrics)), np.nan)  # a metric no row has is NaN, as in the rows
     for position, name in enumerate(metrics):
         if name in present:

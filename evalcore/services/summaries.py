@@ -7,7 +7,7 @@ reader always sees "0.84 ± 0.03, n = 300 answerable of 400".
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -52,32 +52,65 @@ def summarize_scores(
     confidence: float = 0.95,
 ) -> dict[str, Any]:
     """Summarize a frame with a ``slice`` column and one column per metric (NaN = undefined)."""
+
+    def column(metric: str) -> np.ndarray:
+        if metric not in frame:
+            return np.full(len(frame), np.nan)
+        return pd.to_numeric(frame[metric], errors="coerce").to_numpy(dtype=float)
+
+    names, codes = np.unique(frame["slice"].astype(str).to_numpy(dtype=object), return_inverse=True)
+    return summarize_columns(
+        codes.reshape(-1),
+        [str(name) for name in names],
+        column,
+        metrics=metrics,
+        questions_per_slice=questions_per_slice,
+        confidence=confidence,
+    )
+
+
+def summarize_columns(
+    codes: np.ndarray,
+    names: list[str],
+    column: Callable[[str], np.ndarray],
+    *,
+    metrics: list[str],
+    questions_per_slice: Mapping[str, int],
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Summarize rows given as each row's slice (its position in ``names``, sorted) and a function returning one metric's values (NaN = undefined).
+
+    One metric's values are asked for at a time, so a caller reading columns from a stored table holds one
+    column, not the whole table (a 1,000,000-row import's summary takes a few megabytes).
+    """
     total_questions = int(sum(questions_per_slice.values()))
-    slices: dict[str, Any] = {}
-    groups = [(ALL, frame)] + [(str(name), group) for name, group in frame.groupby("slice", sort=True)]
-    for name, group in groups:
+    members = [np.flatnonzero(codes == position) for position in range(len(names))]
+    groups: list[tuple[str, np.ndarray | None]] = [(ALL, None)] + [
+        (str(name), rows) for name, rows in zip(names, members)
+    ]
+    slices_out: dict[str, Any] = {}
+    for name, rows in groups:
+        n_rows = len(codes) if rows is None else len(rows)
         n_questions = total_questions if name == ALL else int(questions_per_slice.get(name, 0))
-        entry: dict[str, Any] = {
-            "rows": int(len(group)),
+        slices_out[name] = {
+            "rows": int(n_rows),
             "questions": n_questions,
-            "coverage": (len(group) / n_questions) if n_questions else None,
+            "coverage": (n_rows / n_questions) if n_questions else None,
             "metrics": {},
         }
-        for metric in metrics:
-            values = (
-                pd.to_numeric(group[metric], errors="coerce").to_numpy(dtype=float) if metric in group else np.array([])
-            )
-            entry["metrics"][metric] = metric_stats(values, confidence)
-        slices[name] = entry
+    for metric in metrics:
+        values = column(metric)
+        for name, rows in groups:
+            slices_out[name]["metrics"][metric] = metric_stats(values if rows is None else values[rows], confidence)
     for name, count in questions_per_slice.items():
-        if name not in slices:
-            slices[name] = {
+        if name not in slices_out:
+            slices_out[name] = {
                 "rows": 0,
                 "questions": int(count),
                 "coverage": 0.0,
                 "metrics": {m: metric_stats(np.array([])) for m in metrics},
             }
-    return {"metrics": metrics, "slices": slices, "confidence": confidence}
+    return {"metrics": metrics, "slices": slices_out, "confidence": confidence}
 
 
 def order_metrics(names: set[str] | list[str], k: int) -> list[str]:

@@ -49,20 +49,27 @@ def _store(content: File, name: str) -> str:
     return STORED + stored
 
 
-def save_upload(upload: File) -> str:
-    """Store an upload in the shared storage and return its reference; refuse files over UPLOAD_MAX_BYTES."""
-    name = Path(upload.name or "upload").name
-    if upload.size is not None and upload.size > settings.UPLOAD_MAX_BYTES:
+def check_file_size(name: str, size: int) -> None:
+    """Refuse a file over ``UPLOAD_MAX_BYTES``, whichever door it came through (an upload, a command line):
+    the same limit bounds the shared storage the job reads it from, and what a job is allowed to take on."""
+    if size > settings.UPLOAD_MAX_BYTES:
         raise ImportFailed(
             [
                 ImportProblem(
                     name,
                     None,
                     None,
-                    f"the file is {upload.size:,} bytes; the limit is {settings.UPLOAD_MAX_BYTES:,} (UPLOAD_MAX_BYTES)",
+                    f"the file is {size:,} bytes; the limit is {settings.UPLOAD_MAX_BYTES:,} (UPLOAD_MAX_BYTES)",
                 )
             ]
         )
+
+
+def save_upload(upload: File) -> str:
+    """Store an upload in the shared storage and return its reference; refuse files over UPLOAD_MAX_BYTES."""
+    name = Path(upload.name or "upload").name
+    if upload.size is not None:
+        check_file_size(name, upload.size)
     return _store(upload, name)
 
 

@@ -169,3 +169,18 @@ def test_a_bad_row_after_batches_were_written_rolls_back_everything_and_every_pr
         run_import(path=path, evalset="big", name="half", k=k)
     assert [(p.line, p.field) for p in refused.value.problems] == [(250, "claims"), (390, "retrieved")]
     assert not Run.objects.exists() and not Row.objects.exists() and not RunScoreTable.objects.exists()
+
+
+def test_the_import_run_command_refuses_a_file_over_the_upload_limit_as_the_page_does(db, tmp_path, settings):
+    from django.core.management.base import CommandError
+
+    frozen_version(10)
+    path = rows_file(tmp_path / "rows.jsonl", 10)
+    settings.UPLOAD_MAX_BYTES = path.stat().st_size - 1
+    with pytest.raises(CommandError) as refused:
+        call_command("import_run", str(path), "--evalset", "big", "--name", "r", "--k", "2", stdout=io.StringIO())
+    assert f"rows.jsonl: the file is {path.stat().st_size:,} bytes; the limit is" in str(refused.value)
+    assert "(UPLOAD_MAX_BYTES)" in str(refused.value) and not Row.objects.exists()
+    settings.UPLOAD_MAX_BYTES = path.stat().st_size
+    call_command("import_run", str(path), "--evalset", "big", "--name", "r", "--k", "2", stdout=io.StringIO())
+    assert Row.objects.count() == 10
