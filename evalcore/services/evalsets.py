@@ -79,6 +79,8 @@ def normalize_gold(raw: Any, field: str = "gold") -> list[dict[str, Any]]:
         doc = as_id(item.get("doc"), f"{where}.doc")
         grade = as_number(item.get("grade", 1), f"{where}.grade")
         grade = 1.0 if grade is None else grade
+        if grade < 0:
+            raise FieldError(f"{where}.grade", f"is {grade:g}; a grade is 0 (judged not relevant) or more")
         entry: dict[str, Any] = {"doc": doc, "grade": _clean_grade(grade)}
         has_start, has_end = item.get("start") is not None, item.get("end") is not None
         if has_start != has_end:

@@ -21,7 +21,7 @@ from evalcore.engine import ChunkMap
 
 from ..models import EvalSetVersion, Question, Row, Run, RunChunk
 from ..selectors import version_by_ref
-from .fields import FieldError, as_id, as_int
+from .fields import FieldError, as_id, as_int, nfc
 from .importing import (
     Progress,
     about_file,
@@ -112,6 +112,7 @@ class QuestionIndex:
     by_qid: dict[str, QuestionInfo]
     by_text: dict[str, str]
     per_slice: dict[str, int]
+    _casefold: dict[str, str] | None = None
 
     @classmethod
     def load(cls, version: EvalSetVersion) -> QuestionIndex:
@@ -122,11 +123,17 @@ class QuestionIndex:
             "pk", "qid", "qtype", "answerable", "gold", "text"
         )
         for pk, qid, qtype, answerable, gold, text in values.iterator(chunk_size=5000):
-            by_qid[qid] = QuestionInfo(pk, qid, qtype, answerable, gold)
+            by_qid[nfc(qid)] = QuestionInfo(pk, qid, qtype, answerable, gold)  # ids compared in NFC
             key = text.strip()
             by_text[key] = "" if key in by_text else qid
             per_slice[slice_name(qtype)] = per_slice.get(slice_name(qtype), 0) + 1
         return cls(by_qid, by_text, per_slice)
+
+    def by_casefold(self) -> dict[str, str]:
+        """The question ids by casefold, built on the first row that names none of them (for its message)."""
+        if self._casefold is None:
+            self._casefold = {qid.casefold(): qid for qid in self.by_qid}
+        return self._casefold
 
 
 def _row_checker(
@@ -137,8 +144,11 @@ def _row_checker(
     def check(data: dict[str, Any]) -> dict[str, Any]:
         row = normalize_row(data, fmt=fmt, text_index=index.by_text)
         if row["qid"] not in index.by_qid:
+            alike = index.by_casefold().get(row["qid"].casefold())
+            hint = f" (it holds {alike!r}: ids differ by case)" if alike else ""
             raise FieldError(
-                "id", f"question {row['qid']!r} is not in {version.label}; rows must answer the version's questions"
+                "id",
+                f"question {row['qid']!r} is not in {version.label}{hint}; rows must answer the version's questions",
             )
         if chunk_map is not None:
             unknown = next((c for c in row["retrieved"] + (row["context_ids"] or []) if c not in chunk_map), None)
@@ -188,7 +198,7 @@ def _validated_rows(
 def _known_topics(records: Iterable[Record], index: QuestionIndex, skipped: list[str]) -> Iterator[Record]:
     """The run's topics that the eval set holds; the others are listed in ``skipped`` (trec_eval ignores them)."""
     for record in records:
-        if str(record.data.get("id")) in index.by_qid:
+        if nfc(str(record.data.get("id")).strip()) in index.by_qid:
             yield record
         else:
             skipped.append(str(record.data.get("id")))
@@ -436,7 +446,7 @@ def store_rows(
             )
             summary_rows.append((slice_name(info.qtype), merged))
             questions.append(info.pk)
-            qids.append(row["qid"])
+            qids.append(info.qid)
             gold_counts[gold_kind(info)] = gold_counts.get(gold_kind(info), 0) + 1
         written += insert_values(Row, ROW_FIELDS, values)
         summary.append(score_frame(summary_rows))
