@@ -71,3 +71,23 @@ def score_table_read(run: Run, *, metrics: Sequence[str], row_ids: bool) -> pd.D
     if row_ids:
         frame.insert(1, "row", table.column("row").to_numpy())
     return frame
+
+
+def score_table_columns(run: Run, metric: str) -> pa.Table | None:
+    """The run's ``question``, ``row``, ``qid`` and ``metric`` (NaN when no row has it) columns as Arrow, or None without a table.
+
+    Columns only, no Python objects: what a list sorted over every question (the changed rows) reads.
+    """
+    stored = RunScoreTable.objects.filter(run=run).values_list("row_count", "data").first()
+    if stored is None:
+        return None
+    parquet = pq.ParquetFile(io.BytesIO(bytes(stored[1])))
+    names = set(parquet.schema_arrow.names)
+    if not {"question", "row", "qid"} <= names:
+        return None
+    table = parquet.read(columns=["question", "row", "qid", *([metric] if metric in names - set(KEY_COLUMNS) else [])])
+    if table.num_rows != stored[0]:
+        return None
+    if metric not in table.column_names:
+        table = table.append_column(metric, pa.array(np.full(table.num_rows, np.nan)))
+    return table
