@@ -45,6 +45,8 @@ def test_readyz_names_a_broker_that_does_not_answer(settings, monkeypatch):
     checks = response.json()["checks"]
     assert checks["broker"]["ok"] is False and "Connection" in checks["broker"]["detail"]
     assert checks["database"]["ok"] and checks["storage"]["ok"]
+    workers = response.json()["workers"]  # not asked again through a broker that is away: said at once
+    assert workers["consuming"] is False and "broker does not answer" in workers["detail"] and workers["ms"] < 100
 
 
 def test_readyz_names_unapplied_migrations_and_an_unreachable_storage(monkeypatch):
