@@ -238,6 +238,7 @@ def evalset_import(
         parent_hashes = {
             q.qid: question_hash(question_as_dict(q)) for q in parent.questions.all().iterator(chunk_size=2000)
         }
+    parent_folded = {qid.casefold(): qid for qid in parent_hashes}
     new_ids: set[str] = set()
     count = 0
     for line, question in _validated(path, fmt, display, topics, problems):
@@ -250,6 +251,15 @@ def evalset_import(
                     f"question {question['qid']!r} exists in {parent} with different content; a question id is forever: "
                     f"give the changed question a new id",
                 )
+            continue
+        alike = parent_folded.get(question["qid"].casefold()) if parent_hashes else None
+        if alike is not None:
+            problems.add(
+                line,
+                "id",
+                f"id {question['qid']!r} differs only by case from question {alike!r} of {parent}: ids that differ "
+                "only by case look like one question; rename it",
+            )
             continue
         new_ids.add(question["qid"])
         pairs.append((question["qid"], qhash))

@@ -125,7 +125,7 @@ class QuestionIndex:
         for pk, qid, qtype, answerable, gold, text in values.iterator(chunk_size=5000):
             by_qid[nfc(qid)] = QuestionInfo(pk, qid, qtype, answerable, gold)  # ids compared in NFC
             key = text.strip()
-            by_text[key] = "" if key in by_text else qid
+            by_text[key] = "" if key in by_text else nfc(qid)
             per_slice[slice_name(qtype)] = per_slice.get(slice_name(qtype), 0) + 1
         return cls(by_qid, by_text, per_slice)
 

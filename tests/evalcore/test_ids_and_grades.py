@@ -116,3 +116,14 @@ def test_a_run_row_whose_id_differs_only_by_case_from_a_question_is_refused_with
         says="is not in support v1 (it holds 'q1': ids differ by case)",
     )
     assert "rows must answer" in message
+
+
+def test_extending_a_version_refuses_an_id_that_differs_only_by_case_from_one_of_its_questions(version, tmp_path):
+    path = write_jsonl(tmp_path / "more.jsonl", [{"id": "q6", "question": "New?"}, {"id": "Q1", "question": "Again?"}])
+    refused(
+        lambda: evalset_import(path=path, name="support", mode="extend"),
+        file="more.jsonl",
+        line=2,
+        field="id",
+        says="'Q1' differs only by case from question 'q1' of support@1",
+    )
