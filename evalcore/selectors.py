@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from django.db.models import Count, F, FilteredRelation, FloatField, Func, Q, QuerySet, TextField
 from django.db.models.functions import Abs, Cast
 
-from .models import Comparison, EvalSet, EvalSetVersion, Row, Run, RunScoreTable
+from .models import Comparison, EvalSet, EvalSetVersion, Row, Run
 from .services.importing import in_batches
 from .services.names import parse_version_ref
 from .services.problems import UserFacingError
@@ -266,15 +266,18 @@ class ChangedRows(Sequence):
     def __init__(self, comparison: Comparison, metric: str, *, direction: str = "all") -> None:
         self.comparison, self.metric, self.direction = comparison, metric, direction
         self._order: dict[str, np.ndarray] | None = None
+        self._query: QuerySet[Row] | None = None  # runs without score tables: sorted in the database
 
-    def order(self) -> dict[str, np.ndarray]:
-        """The changed questions' row ids and scores, largest change first (read once)."""
-        if self._order is None:
-            base, cand = (
-                score_table_columns(run, self.metric) for run in (self.comparison.base, self.comparison.candidate)
-            )
-            if base is None or cand is None:
-                raise ValueError("both runs need a score table; list the changes with changed_rows_query")
+    def order(self) -> dict[str, np.ndarray] | None:
+        """The changed questions' row ids and scores, largest change first (read once); None when a run has no
+        score table (then the database sorts: :func:`changed_rows_query`)."""
+        if self._order is None and self._query is None:
+            ids = (self.comparison.base_id, self.comparison.candidate_id)
+            tables = score_table_columns(ids, self.metric)
+            if any(run_id not in tables for run_id in ids):
+                self._query = changed_rows_query(self.comparison, self.metric, direction=self.direction)
+                return None
+            base, cand = tables[ids[0]], tables[ids[1]]
             # the questions both runs scored (tables are in question id order)
             _, at_b, at_c = np.intersect1d(
                 base.column("question").to_numpy(),
@@ -305,21 +308,33 @@ class ChangedRows(Sequence):
         return self._order
 
     def __len__(self) -> int:
-        return len(self.order()["delta"])
+        order = self.order()
+        return len(order["delta"]) if order is not None else self._query.order_by().count()  # type: ignore[union-attr]
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return _LazyPage(self, index)
         return self.rows(range(len(self))[index : index + 1 or None])[0]
 
+    def page(self, index: slice) -> list[Row]:
+        """The baseline rows of a slice, annotated."""
+        order = self.order()
+        if order is None:
+            return list(self._query[index])  # type: ignore[index]
+        return self.rows(range(len(order["delta"]))[index])
+
     def rows(self, span: range) -> list[Row]:
         """The baseline rows at positions ``span``, annotated (one query)."""
         order = self.order()
+        if order is None:
+            return [self._query[i] for i in span]  # type: ignore[index]
         ids = [int(order["base_row"][i]) for i in span if i < len(order["delta"])]
-        rows = Row.objects.select_related("question").in_bulk(ids)
+        paired = [int(order["candidate_row"][i]) for i in span if i < len(order["delta"])]
+        rows = Row.objects.select_related("question").in_bulk(ids + paired)  # both runs' rows in one query
         page = []
-        for i, pk in zip(span, ids):
+        for i, pk, other in zip(span, ids, paired):
             row = rows[pk]
+            row.candidate_object = rows[other]  # type: ignore[attr-defined]
             row.base_score, row.cand_score = float(order["base"][i]), float(order["candidate"][i])  # type: ignore[attr-defined]
             row.delta, row.candidate_row = float(order["delta"][i]), int(order["candidate_row"][i])  # type: ignore[attr-defined]
             page.append(row)
@@ -336,7 +351,7 @@ class _LazyPage(Sequence):
 
     def _loaded(self) -> list[Row]:
         if self._rows is None:
-            self._rows = self.changes.rows(range(len(self.changes))[self.index])
+            self._rows = self.changes.page(self.index)
         return self._rows
 
     def __len__(self) -> int:
@@ -347,11 +362,9 @@ class _LazyPage(Sequence):
 
 
 def changed_rows_list(comparison: Comparison, metric: str, *, direction: str = "all") -> Sequence[Row]:
-    """Every question whose ``metric`` changed, largest first, to paginate: :class:`ChangedRows` when both runs
-    keep a score table (flat in depth), else :func:`changed_rows_query` (sorted in the database)."""
-    if RunScoreTable.objects.filter(run_id__in=[comparison.base_id, comparison.candidate_id]).count() == 2:
-        return ChangedRows(comparison, metric, direction=direction)
-    return changed_rows_query(comparison, metric, direction=direction)
+    """Every question whose ``metric`` changed, largest first, to paginate (:class:`ChangedRows`: from the score
+    tables, flat in depth, or sorted in the database for runs without them); nothing is read until a page is."""
+    return ChangedRows(comparison, metric, direction=direction)
 
 
 def stored_changes(comparison: Comparison, metric: str, *, direction: str = "all", limit: int) -> list[dict] | None:
@@ -396,14 +409,15 @@ def changed_count(
         return int(stored["count"])
     if stored is not None and len(stored[direction]) < stored["kept"]:  # every change that way is kept
         return len(stored[direction])
-    if changes is None:
-        changes = changed_rows_list(comparison, metric, direction=direction)
-    return len(changes) if isinstance(changes, ChangedRows) else changes.order_by().count()
+    return len(changes if changes is not None else changed_rows_list(comparison, metric, direction=direction))
 
 
 def changed_items(comparison: Comparison, base_rows: Sequence[Row]) -> list[dict[str, Any]]:
     """Items of a changed-rows list from :func:`changed_rows_query`'s baseline rows, with their candidate rows (one query)."""
-    candidates = Row.objects.in_bulk([r.candidate_row for r in base_rows])  # type: ignore[attr-defined]
+    candidates = {r.candidate_row: r.candidate_object for r in base_rows if hasattr(r, "candidate_object")}  # type: ignore[attr-defined]
+    missing = [r.candidate_row for r in base_rows if r.candidate_row not in candidates]  # type: ignore[attr-defined]
+    if missing:
+        candidates.update(Row.objects.in_bulk(missing))
     return [
         {
             "question": r.question,
