@@ -49,6 +49,16 @@ wsgi_app = "labelstudio_lite.wsgi:application"
 worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
+def on_starting(server):  # noqa: ARG001  (gunicorn's hook signature)
+    """With PROMETHEUS_MULTIPROC_DIR, make the folder and empty it: counts from an earlier start would be summed in."""
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        for name in os.listdir(folder):
+            if name.endswith(".db"):
+                os.remove(os.path.join(folder, name))
+
+
 def child_exit(server, worker):  # noqa: ARG001  (gunicorn's hook signature)
     """With PROMETHEUS_MULTIPROC_DIR (one metrics view over every worker), forget a dead worker's gauges."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

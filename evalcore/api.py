@@ -33,7 +33,7 @@ from .models import Comparison, EvalSet, EvalSetVersion, Job, Run
 from .selectors import (
     changed_count,
     changed_items,
-    changed_rows_query,
+    changed_rows_list,
     run_by_ref,
     run_rows,
     runs_on,
@@ -455,9 +455,9 @@ class ChangedRowsApi(EvalOwnerAPIView):
                 status=404,
             )
         paginator = Pagination()
-        count = changed_count(comparison, params["metric"], direction=params["direction"])
+        rows = changed_rows_list(comparison, params["metric"], direction=params["direction"])
+        count = changed_count(comparison, params["metric"], direction=params["direction"], changes=rows)
         paginator.get_count = lambda queryset: count  # type: ignore[method-assign]  # kept with the comparison
-        rows = changed_rows_query(comparison, params["metric"], direction=params["direction"])
         limit, offset = paginator.get_limit(request), paginator.get_offset(request)
         kept = (
             stored_changes(comparison, params["metric"], direction=params["direction"], limit=limit)

@@ -3,7 +3,8 @@
 ``/healthz`` and ``/readyz`` need no login (a load balancer or an orchestrator calls them) and tell
 nothing private: each check's name, whether it passed, how long it took and, when it failed, why.
 ``/readyz`` answers 503 when any check fails, so a proxy stops sending requests to a host that
-cannot serve them. ``/metrics`` (Prometheus) is for staff or the bearer of ``METRICS_TOKEN``.
+cannot serve them; it also says whether a worker consumes the jobs' queue (``workers``), which does
+not make it fail: pages are served without workers, jobs wait queued (the job page says so). ``/metrics`` (Prometheus) is for staff or the bearer of ``METRICS_TOKEN``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hmac
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
@@ -73,6 +75,69 @@ def check_cache() -> str:
     return settings.CACHES["default"]["BACKEND"].rsplit(".", 1)[-1]
 
 
+#: How long workers are given to answer, and how long their answer is reused (a job page polls every second).
+WORKERS_TIMEOUT = 0.5
+WORKERS_CACHE_SECONDS = 10
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Whether a Celery worker consumes the queue jobs are sent to (None in the embedded mode: none by design)."""
+
+    consuming: bool | None
+    detail: str
+
+
+def workers_consuming(*, timeout: float = WORKERS_TIMEOUT, broker_up: bool = True) -> Workers:
+    """Ask the workers which queues they read (``inspect().active_queues()``), the answer kept ``WORKERS_CACHE_SECONDS``.
+
+    ``broker_up`` False (the caller found it away) answers at once: no worker can be asked, nor take a job.
+    """
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return Workers(None, "none by design: jobs run in this process (embedded mode)")
+    if not broker_up:
+        return Workers(False, "the workers could not be asked: the broker does not answer")
+    from django.core.cache import cache
+
+    from .celery import app
+
+    queue = app.conf.task_default_queue
+    key = f"lsl:workers:{queue}"
+    try:
+        kept = cache.get(key)
+    except Exception:  # the cache away: ask the workers every time
+        kept = None
+    if kept is not None:
+        return Workers(*kept)
+    try:
+        with app.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=1, timeout=2)  # a broker away: said in seconds, not retried
+            replies = app.control.inspect(timeout=timeout, connection=connection).active_queues() or {}
+    except Exception as error:  # the broker away: no worker can be reached (nor take a job)
+        found = Workers(False, f"the workers could not be asked (the broker: {_first_line(error)})")
+    else:
+        consumers = sorted(
+            name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or ())
+        )
+        if consumers:
+            found = Workers(True, f"{len(consumers)} worker(s) consume queue {queue!r}: {', '.join(consumers[:3])}")
+        elif replies:
+            found = Workers(
+                False, f"no worker consumes queue {queue!r} ({len(replies)} answered, reading other queues)"
+            )
+        else:
+            found = Workers(
+                False,
+                f"no worker answered within {timeout:g} s: jobs wait queued until one starts "
+                "(celery -A labelstudio_lite worker)",
+            )
+    try:
+        cache.set(key, (found.consuming, found.detail), WORKERS_CACHE_SECONDS)
+    except Exception:
+        pass
+    return found
+
+
 CHECKS: dict[str, Callable[[], str]] = {
     "database": check_database,
     "migrations": check_migrations,
@@ -109,7 +174,19 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def readyz(request: HttpRequest) -> JsonResponse:
     """Database, migrations, broker, storage and cache reachable: 200, else 503 with the failed checks."""
     ready, checks = readiness()
-    return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
+    started = time.perf_counter()
+    workers = workers_consuming(broker_up=checks["broker"]["ok"])
+    # told, not checked: a web host without workers still serves every page (jobs wait queued)
+    body = {
+        "status": "ok" if ready else "unavailable",
+        "checks": checks,
+        "workers": {
+            "consuming": workers.consuming,
+            "detail": workers.detail,
+            "ms": round(1000 * (time.perf_counter() - started), 1),
+        },
+    }
+    return JsonResponse(body, status=200 if ready else 503)
 
 
 @login_not_required  # a scraper has no session: it sends the token (checked here)

@@ -80,10 +80,19 @@ def runnable_judge(base_url: str, **changes: Any) -> dict[str, Any]:
     }
 
 
-def make_literal_run(*, folder: Path, n: int = 8, evalset: str = "lit", name: str = "base", **options: Any) -> Run:
+def make_literal_run(
+    *,
+    folder: Path,
+    n: int = 8,
+    evalset: str = "lit",
+    name: str = "base",
+    claims: dict[str, list[dict[str, Any]]] | None = None,
+    **options: Any,
+) -> Run:
     """A run the fake judge scores predictably: row i has two claims; the first is stated in the context, the
     second only when i is a multiple of 4 (so its faithfulness is 1.0, else 0.5). The run's own judge passed every
-    claim. ``options`` go to ``run_import`` (``judge_config``: JUDGE unless given)."""
+    claim. ``claims`` gives some rows (by question id) other claims instead (rows never change once imported).
+    ``options`` go to ``run_import`` (``judge_config``: JUDGE unless given)."""
     questions, rows = [], []
     for i in range(n):
         plan = f"p{i:03d}"
@@ -104,7 +113,9 @@ def make_literal_run(*, folder: Path, n: int = 8, evalset: str = "lit", name: st
                 "context_ids": [f"doc-{plan}", f"doc-{plan}-b"],
                 "context": [first, f"Plan {plan} ships worldwide."],
                 "answer": f"{first} {second}",
-                "claims": [{"text": first, "supported": True}, {"text": second, "supported": True}],
+                "claims": (claims or {}).get(
+                    qid_of(i), [{"text": first, "supported": True}, {"text": second, "supported": True}]
+                ),
                 "scores": {"answer_relevance": 4},
             }
         )

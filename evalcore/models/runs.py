@@ -1,17 +1,36 @@
 """Eval runs: one stored row per question, with the pinned judge config that scored it.
 
 Keep the rows, not just the means: paired comparisons, slicing, re-scoring and debugging all
-need them. A run's rows are written once, by the import service, and then only read.
+need them. A run's rows and its score table are written once, by the import service, and then
+only read: the models refuse ``save()`` of an existing row or table and ``delete()``, the querysets
+refuse ``update()`` and ``delete()``, and database triggers (migration 0012) refuse any UPDATE, and
+any DELETE unless the whole run goes with them.
+
+Deleting a whole run stays possible where nothing protects it (no comparison, derived run or
+labelling item refers to it): ``Run.delete()`` (or a queryset's) first marks the run ``deleting``
+in the deleting transaction, which is the one state in which the triggers let its rows and score
+table go. The mark is never unset, and on PostgreSQL a deferred trigger refuses to commit a
+transaction that marked a run and left it in place.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
+from django.db.models.signals import pre_delete
+from django.dispatch import receiver
 from django.utils import timezone
 
-from .evalsets import EvalSetVersion, Question
+from .evalsets import EvalSetVersion, FrozenError, Question
 from .judges import JudgeConfig
+
+#: What the triggers (migration 0012) and the models say, each naming its rule.
+ROWS_FROZEN = "frozen run rows: a run's rows never change and go only with their run; import a new run instead"
+SCORE_TABLE_FROZEN = (
+    "frozen score table: a run's score table is written with its rows, never changes and goes only with its run"
+)
 
 
 class Run(models.Model):
@@ -41,6 +60,11 @@ class Run(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
+    deleting = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="Set by a deletion of the run, in its transaction: the only state in which its rows may go.",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -77,6 +101,22 @@ class RunChunk(models.Model):
         ]
 
 
+class FrozenRunQuerySet(models.QuerySet):
+    """Rows and score tables are never updated, nor deleted but by deleting their run."""
+
+    frozen_message = ROWS_FROZEN
+
+    def update(self, **kwargs: Any) -> int:
+        raise FrozenError(self.frozen_message)
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise FrozenError(self.frozen_message)
+
+
+class ScoreTableQuerySet(FrozenRunQuerySet):
+    frozen_message = SCORE_TABLE_FROZEN
+
+
 class Row(models.Model):
     """One question of one run: what was retrieved, what the model saw and said, and its scores.
 
@@ -96,6 +136,8 @@ class Row(models.Model):
     scores = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
 
+    objects = FrozenRunQuerySet.as_manager()
+
     class Meta:
         ordering = ["run", "id"]
         constraints = [
@@ -104,6 +146,14 @@ class Row(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run.name}:{self.question.qid}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise FrozenError(ROWS_FROZEN)
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise FrozenError(ROWS_FROZEN)
 
     @property
     def context_chunks(self) -> list[dict[str, str]]:
@@ -133,5 +183,26 @@ class RunScoreTable(models.Model):
         help_text="Parquet: question (its id), row (its id), qid, type, then one float column per metric."
     )
 
+    objects = ScoreTableQuerySet.as_manager()
+
     def __str__(self) -> str:
         return f"scores of {self.run.name}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise FrozenError(SCORE_TABLE_FROZEN)
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise FrozenError(SCORE_TABLE_FROZEN)
+
+
+@receiver(pre_delete, sender=Run, dispatch_uid="evalcore_run_deleting")
+def _mark_run_deleting(sender: type[Run], instance: Run, **kwargs: Any) -> None:
+    """Mark a run that is being deleted, in the deleting transaction, so the triggers let its rows go.
+
+    Django sends ``pre_delete`` inside the deletion's transaction, after checking what protects the
+    run and before deleting its rows (children first).
+    """
+    Run.objects.filter(pk=instance.pk).update(deleting=True)
+    instance.deleting = True

@@ -79,6 +79,8 @@ def normalize_gold(raw: Any, field: str = "gold") -> list[dict[str, Any]]:
         doc = as_id(item.get("doc"), f"{where}.doc")
         grade = as_number(item.get("grade", 1), f"{where}.grade")
         grade = 1.0 if grade is None else grade
+        if grade < 0:
+            raise FieldError(f"{where}.grade", f"is {grade:g}; a grade is 0 (judged not relevant) or more")
         entry: dict[str, Any] = {"doc": doc, "grade": _clean_grade(grade)}
         has_start, has_end = item.get("start") is not None, item.get("end") is not None
         if has_start != has_end:
@@ -236,6 +238,7 @@ def evalset_import(
         parent_hashes = {
             q.qid: question_hash(question_as_dict(q)) for q in parent.questions.all().iterator(chunk_size=2000)
         }
+    parent_folded = {qid.casefold(): qid for qid in parent_hashes}
     new_ids: set[str] = set()
     count = 0
     for line, question in _validated(path, fmt, display, topics, problems):
@@ -248,6 +251,15 @@ def evalset_import(
                     f"question {question['qid']!r} exists in {parent} with different content; a question id is forever: "
                     f"give the changed question a new id",
                 )
+            continue
+        alike = parent_folded.get(question["qid"].casefold()) if parent_hashes else None
+        if alike is not None:
+            problems.add(
+                line,
+                "id",
+                f"id {question['qid']!r} differs only by case from question {alike!r} of {parent}: ids that differ "
+                "only by case look like one question; rename it",
+            )
             continue
         new_ids.add(question["qid"])
         pairs.append((question["qid"], qhash))

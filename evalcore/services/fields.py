@@ -9,10 +9,16 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
 from .limits import limits
+
+
+def nfc(text: str) -> str:
+    """Return an id in Unicode NFC, the form ids are stored and compared in ("café" typed or decomposed is one id)."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
 class FieldError(Exception):
@@ -41,7 +47,7 @@ def as_id(value: Any, field: str) -> str:
         value = int(value)
     if not isinstance(value, (str, int)):
         raise FieldError(field, f"must be a string or an integer id, got {type(value).__name__}")
-    text = str(value).strip()
+    text = nfc(str(value).strip())
     if len(text) > 200:
         raise FieldError(field, f"is {len(text)} characters long; ids are at most 200")
     if "\x00" in text:
@@ -331,12 +337,12 @@ def as_str_list(value: Any, field: str) -> list[str]:
     if all(
         type(item) is str and 0 < len(item) <= limit and "\x00" not in item and not item.isspace() for item in items
     ):
-        return items  # the common case (non-empty ids within the limits), checked in one pass
+        return [nfc(item) for item in items]  # the common case (non-empty ids within the limits), checked in one pass
     out = []
     for i, item in enumerate(items):
         if isinstance(item, bool) or not isinstance(item, (str, int)) or (isinstance(item, str) and not item.strip()):
             raise FieldError(f"{field}[{i}]", f"must be a non-empty id (string or integer), got {item!r:.40}")
-        out.append(checked_text(str(item), f"{field}[{i}]"))
+        out.append(nfc(checked_text(str(item), f"{field}[{i}]")))
     return out
 
 

@@ -53,10 +53,12 @@ def validated(
     """Yield ``(line, value)`` for each record that ``normalize`` accepts and whose key is new.
 
     A :class:`FieldError` from ``normalize`` becomes a problem on the record's line; a repeated
-    key becomes a problem on field ``id`` with ``duplicate(key, first_line)`` as its message. Stops
+    key becomes a problem on field ``id`` with ``duplicate(key, first_line)`` as its message, and a key
+    that differs from an earlier one only by case is refused naming both lines. Stops
     once the collector is full (the import then reports the first problems only).
     """
-    seen: dict[str, int] = {}
+    # ids by casefold (Q1 and q1 look like one question): the line, with the id itself when it is not its casefold
+    seen: dict[str, int | tuple[str, int]] = {}
     for record in records:
         if problems.full:
             problems.truncated = True
@@ -67,11 +69,25 @@ def validated(
             problems.add(record.line, error.field, error.message)
             continue
         name = key(value)
-        if name in seen:
-            problems.add(record.line, "id", duplicate(name, seen[name]))
+        folded = name.casefold()
+        earlier = seen.get(folded)
+        if earlier is not None:
+            other, line = (folded, earlier) if isinstance(earlier, int) else earlier
+            if other == name:
+                problems.add(record.line, "id", duplicate(name, line))
+            else:
+                problems.add(record.line, "id", case_collision(name, record.line, other, line))
             continue
-        seen[name] = record.line
+        seen[folded] = record.line if name == folded else (name, record.line)
         yield record.line, value
+
+
+def case_collision(name: str, line: int, other: str, other_line: int) -> str:
+    """Say that two ids differ only by case (ids are compared after NFC normalisation, and exactly)."""
+    return (
+        f"id {name!r} on line {line} differs only by case from {other!r} on line {other_line}: ids that differ only "
+        "by case look like one question; rename one of them"
+    )
 
 
 def create_once(

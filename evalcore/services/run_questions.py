@@ -114,3 +114,10 @@ class _FirstLines:
             self.array[pk - self.low] = line
         else:
             self.other[pk] = line
+
+
+def question_alike(version: EvalSetVersion, qid: str) -> str | None:
+    """The version's question id that differs from ``qid`` only by case, if any (named in a row's problem)."""
+    folded = qid.casefold()
+    candidates = Question.objects.filter(version=version, qid__iexact=qid).values_list("qid", flat=True)[:20]
+    return next((other for other in candidates if other.casefold() == folded), None)

@@ -23,7 +23,7 @@ from evalcore.engine import ChunkMap
 
 from ..models import EvalSetVersion, Row, Run, RunChunk, RunScoreTable
 from ..selectors import version_by_ref
-from .fields import FieldError, as_id, as_int
+from .fields import FieldError, as_id, as_int, nfc
 from .importing import (
     Progress,
     about_file,
@@ -47,7 +47,7 @@ from .run_options import (
     run_options,
     system_config_checked,
 )
-from .run_questions import LOOKUP_BATCH, QuestionIndex
+from .run_questions import LOOKUP_BATCH, QuestionIndex, question_alike
 from .run_rows import normalize_row, reached
 from .score_tables import ScoreTableWriter
 from .scoring import QuestionInfo, score_rows
@@ -116,8 +116,11 @@ def _row_checker(
 
     def check(row: dict[str, Any], info: QuestionInfo | None) -> None:
         if info is None:
+            alike = question_alike(version, row["qid"])
+            hint = f" (it holds {alike!r}: ids differ by case)" if alike else ""
             raise FieldError(
-                "id", f"question {row['qid']!r} is not in {version.label}; rows must answer the version's questions"
+                "id",
+                f"question {row['qid']!r} is not in {version.label}{hint}; rows must answer the version's questions",
             )
         if chunk_map is not None:
             unknown = next((c for c in row["retrieved"] + (row["context_ids"] or []) if c not in chunk_map), None)
@@ -206,9 +209,9 @@ def _normalized(
 def _known_topics(records: Iterable[Record], index: QuestionIndex, skipped: list[str]) -> Iterator[Record]:
     """The run's topics that the eval set holds; the others are listed in ``skipped`` (trec_eval ignores them)."""
     for batch in in_batches(records, LOOKUP_BATCH):
-        known = index.lookup(str(record.data.get("id")) for record in batch)
+        known = index.lookup(nfc(str(record.data.get("id")).strip()) for record in batch)
         for record in batch:
-            if str(record.data.get("id")) in known:
+            if nfc(str(record.data.get("id")).strip()) in known:
                 yield record
             else:
                 skipped.append(str(record.data.get("id")))
@@ -484,7 +487,7 @@ def store_rows(
             table.add(
                 questions=[info.pk for info in infos],
                 rows=row_ids,
-                qids=[row["qid"] for row in batch],
+                qids=[info.qid for info in infos],
                 types=[slice_name(info.qtype) for info in infos],
                 scores=merged_scores,
             )

@@ -128,3 +128,27 @@ def score_table_read(run: Run, *, metrics: Sequence[str], row_ids: bool) -> pd.D
     if row_ids:
         frame.insert(1, "row", table.column("row").to_numpy())
     return frame
+
+
+def score_table_columns(runs: Sequence[int], metric: str) -> dict[int, pa.Table]:
+    """The ``question``, ``row``, ``qid`` and ``metric`` (NaN when no row has it) columns of the runs' tables, as Arrow,
+    by run id (one query; a run without a table is left out).
+
+    Columns only, no Python objects: what a list sorted over every question (the changed rows) reads.
+    """
+    tables: dict[int, pa.Table] = {}
+    for run_id, row_count, data in RunScoreTable.objects.filter(run_id__in=list(runs)).values_list(
+        "run_id", "row_count", "data"
+    ):
+        parquet = pq.ParquetFile(io.BytesIO(bytes(data)))
+        names = set(parquet.schema_arrow.names)
+        if not {"question", "row", "qid"} <= names:
+            continue
+        present = [metric] if metric in names - set(KEY_COLUMNS) else []
+        table = parquet.read(columns=["question", "row", "qid", *present])
+        if table.num_rows != row_count:
+            continue
+        if not present:
+            table = table.append_column(metric, pa.array(np.full(table.num_rows, np.nan)))
+        tables[run_id] = table
+    return tables

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .fields import FieldError, checked_text
+from .fields import FieldError, checked_text, nfc
 from .limits import limits
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import Record, container_of, read_records, text_lines
@@ -63,7 +63,7 @@ def _read_trec_topics(
         if len(parts) != len(columns):
             problems.add(line_no, None, f"a {kind} line has {len(columns)} columns ({layout}), got {len(parts)}")
             continue
-        qid, doc, text = parts[0], parts[2], parts[at]
+        qid, doc, text = nfc(parts[0]), nfc(parts[2]), parts[at]  # ids compared in NFC
         try:
             parsed = parse(text)
         except ValueError:
@@ -94,6 +94,14 @@ def _finite(text: str) -> float:
     return number
 
 
+def _grade(text: str) -> int:
+    """A TREC relevance grade: an integer of 0 (judged not relevant) or more (ValueError otherwise)."""
+    grade = int(text)
+    if grade < 0:
+        raise ValueError(text)
+    return grade
+
+
 def read_trec_qrels(path: Path, name: str, problems: ProblemCollector) -> Iterator[Record]:
     """Yield one record per topic: ``{"id", "gold": [{"doc", "grade"}]}`` (format: ``qid 0 docno grade``)."""
     topics = _read_trec_topics(
@@ -103,8 +111,8 @@ def read_trec_qrels(path: Path, name: str, problems: ProblemCollector) -> Iterat
         kind="qrels",
         layout="qid iteration docno grade",
         value="grade",
-        parse=int,
-        must_be="an integer",
+        parse=_grade,
+        must_be="an integer of 0 (judged not relevant) or more",
         repeated="judged",
     )
     for qid, topic in topics.items():

@@ -16,7 +16,7 @@ from ..selectors import (
     changed_count,
     changed_items,
     changed_rows,
-    changed_rows_query,
+    changed_rows_list,
     comparisons_list,
     stored_changes,
     stored_items,
@@ -119,8 +119,10 @@ def changed_rows_page(request: HttpRequest, comparison_id: int) -> HttpResponse:
         form.add_error("metric", f"this comparison has no metric {metric!r}")
         metric = comparison.metrics[0] if comparison.metrics else ""
     direction = filters.get("direction") or "all"
-    rows = changed_rows_query(comparison, metric, direction=direction)
-    paginator = CountedPaginator(rows, CHANGED_PAGE, count=changed_count(comparison, metric, direction=direction))
+    rows = changed_rows_list(comparison, metric, direction=direction)
+    paginator = CountedPaginator(
+        rows, CHANGED_PAGE, count=changed_count(comparison, metric, direction=direction, changes=rows)
+    )
     page = paginator.get_page(filters.get("page"))
     kept = stored_changes(comparison, metric, direction=direction, limit=CHANGED_PAGE) if page.number == 1 else None
     context = {

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect
 
 from labelstudio_lite.accounts.access import eval_owner_required
+from labelstudio_lite.health import workers_consuming
 
 from ..jobs.dispatch import job_snapshot
 from ..jobs.errors import BrokerUnavailable
@@ -115,6 +116,8 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         "form_url": job_form_url(job),
         # in the embedded mode the job runs in the server's own process: nobody waits for a worker
         "waiting": "starting" if settings.CELERY_TASK_ALWAYS_EAGER else "waiting for a worker",
+        # a queued job with no worker to take it: say so instead of "0 queued" for ever
+        "workers": workers_consuming() if job.status == Job.Status.QUEUED else None,
     }
     template = "evalcore/job.html#progress" if request.htmx else "evalcore/job.html"
     return render(request, template, context)

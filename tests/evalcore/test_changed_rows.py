@@ -1,7 +1,7 @@
 """The questions that changed between two runs, at any size: the comparison keeps the largest
 changes per metric when it is made, its page and the first page of the list read them in one
 query, and every changed row can be read page by page, sorted in the database, the same order
-either way."""
+either way (later pages ordered from the score tables, flat in depth)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import pytest
 from django.urls import reverse
 
 from evalcore.models import Comparison
-from evalcore.selectors import CHANGED_KEPT, changed_count, changed_items, changed_rows, changed_rows_query
+from evalcore.selectors import (
+    CHANGED_KEPT,
+    ChangedRows,
+    changed_count,
+    changed_items,
+    changed_rows,
+    changed_rows_list,
+    changed_rows_query,
+)
 from evalcore.services.comparisons import compare_runs
 from tests.factories import JUDGE, make_eval_set, make_run, ok_row
 
@@ -20,6 +28,10 @@ N = 60
 
 @pytest.fixture
 def comparison(tmp_path, owner):
+    return make_comparison(tmp_path, owner)
+
+
+def make_comparison(tmp_path, owner):
     """Sixty questions; the candidate's faithfulness falls on some, rises on others, stays on the rest."""
     questions = [
         {"id": f"q{i:03d}", "question": f"Question {i}?", "type": "ab"[i % 2], "gold": [{"doc": "d1"}]}
@@ -121,3 +133,36 @@ def test_the_api_pages_through_every_change_in_the_same_order(comparison, owner_
 def test_annotators_never_see_changed_rows(comparison, annotator_client):
     assert annotator_client.get(reverse("evalcore:changed-rows", args=[comparison.pk])).status_code == 403
     assert annotator_client.get(f"/api/comparisons/{comparison.pk}/changed/?metric=faithfulness").status_code == 403
+
+
+def test_the_score_tables_list_every_change_in_the_database_order_whatever_the_page(comparison):
+    for direction in ("all", "down", "up"):
+        changes = changed_rows_list(comparison, "faithfulness", direction=direction)
+        assert isinstance(changes, ChangedRows)
+        in_database = [
+            (r.question.qid, r.delta, r.candidate_row)
+            for r in changed_rows_query(comparison, "faithfulness", direction=direction)
+        ]
+        pages = [changes[start : start + 7] for start in range(0, len(changes), 7)]
+        listed = [(r.question.qid, r.delta, r.candidate_row) for page in pages for r in page]
+        assert listed == in_database and len(changes) == len(in_database) == len(expected(direction))
+        assert changed_count(comparison, "faithfulness", direction=direction) == len(in_database)
+    assert changes[3].question.qid == expected("up")[3][0] and changes[-1].question.qid == expected("up")[-1][0]
+
+
+def test_a_page_is_read_only_when_it_is_used(comparison, django_assert_num_queries):
+    changes = changed_rows_list(comparison, "faithfulness")
+    page = changes[10:20]
+    with django_assert_num_queries(2):  # the two score tables (one query), then the page's rows
+        assert len(page) == 10
+    with django_assert_num_queries(1):  # the order is read once
+        assert len(changes[20:30]) == 10
+
+
+def test_runs_without_score_tables_are_listed_by_the_database(tmp_path, owner, monkeypatch):
+    monkeypatch.setattr("evalcore.services.runs.score_table_write", lambda **kwargs: None)  # as runs imported before
+    untabled = make_comparison(tmp_path, owner)
+    changes = changed_rows_list(untabled, "faithfulness")
+    assert changes.order() is None  # no table: sorted in the database, paged the same way
+    assert [(r.question.qid, r.delta) for r in changes[0:100]] == expected() and len(changes) == len(expected())
+    assert changed_count(untabled, "faithfulness", direction="down") == len(expected("down"))

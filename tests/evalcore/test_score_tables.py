@@ -15,6 +15,17 @@ from tests.factories import JUDGE, make_eval_set, make_run
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture
+def without_tables(monkeypatch):
+    """Read every run from its rows, as for a run imported before tables were kept (tables are never deleted)."""
+
+    def hide() -> None:
+        monkeypatch.setattr("evalcore.selectors.score_table_read", lambda run, **kwargs: None)
+
+    return hide
+
+
 N = 240
 METRICS = ["faithfulness", "recall@3", "rr", "ndcg@3", "answer_relevance", "latency", "abstention"]
 
@@ -61,22 +72,24 @@ def two_runs(tmp_path):
     return runs
 
 
-def test_an_imported_run_keeps_a_table_the_same_as_its_rows(two_runs):
+def test_an_imported_run_keeps_a_table_the_same_as_its_rows(two_runs, without_tables):
     wanted = [*METRICS, "never-scored"]
+    kept = {}
+    for run in two_runs:
+        assert RunScoreTable.objects.filter(run=run, row_count=N).exists()
+        kept[run] = {row_ids: run_rows_frame(run, metrics=wanted, row_ids=row_ids) for row_ids in (False, True)}
+    without_tables()
     for run in two_runs:
         in_eval_set_order = list(
             Question.objects.filter(version=run.version).order_by("pk").values_list("qid", flat=True)
         )
-        assert RunScoreTable.objects.filter(run=run, row_count=N).exists()
-        kept = {row_ids: run_rows_frame(run, metrics=wanted, row_ids=row_ids) for row_ids in (False, True)}
-        RunScoreTable.objects.filter(run=run).delete()
-        for row_ids, frame in kept.items():
+        for row_ids, frame in kept[run].items():
             assert frame["never-scored"].isna().all() and frame["latency"].isna().any()
             assert list(frame.index) == in_eval_set_order  # the questions' order, not the run file's
             pd.testing.assert_frame_equal(frame, run_rows_frame(run, metrics=wanted, row_ids=row_ids))
 
 
-def test_the_gate_decides_the_same_from_the_table_and_from_the_rows(two_runs):
+def test_the_gate_decides_the_same_from_the_table_and_from_the_rows(two_runs, without_tables):
     base, cand = two_runs
 
     def decisions() -> list[tuple]:
@@ -85,7 +98,7 @@ def test_the_gate_decides_the_same_from_the_table_and_from_the_rows(two_runs):
 
     from_tables = decisions()
     changed_from_tables = Comparison.objects.latest("pk").changed
-    RunScoreTable.objects.all().delete()
+    without_tables()
     from_rows = decisions()
     assert len(from_tables) > 20 and from_tables == from_rows
     assert Comparison.objects.latest("pk").changed == changed_from_tables

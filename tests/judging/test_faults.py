@@ -76,10 +76,10 @@ def test_a_429_waits_for_retry_after_and_holds_back_every_request(fake_judge, li
 
 
 def test_an_item_that_keeps_failing_is_a_failure_of_that_item_not_of_the_job(db, fake_judge, tmp_path):
-    run = make_literal_run(folder=tmp_path, n=4)
-    row = Row.objects.get(run=run, question__qid="q0001")
     # a claim holding the marker word gets a 500 every time: its row has no faithfulness, the others do
-    Row.objects.filter(pk=row.pk).update(claims=[{"text": "Plan p001 fault500 refunds.", "supported": True}])
+    run = make_literal_run(
+        folder=tmp_path, n=4, claims={"q0001": [{"text": "Plan p001 fault500 refunds.", "supported": True}]}
+    )
     config = config_for(fake_judge, limits={"concurrency": 2, "max_retries": 2})
 
     result = judge_run(run=run, config=config)
@@ -95,8 +95,7 @@ def test_an_item_that_keeps_failing_is_a_failure_of_that_item_not_of_the_job(db,
 
 
 def test_an_answer_invalid_twice_fails_that_item(db, fake_judge, tmp_path):
-    run = make_literal_run(folder=tmp_path, n=2)
-    Row.objects.filter(run=run, question__qid="q0000").update(claims=[{"text": "faultmalformed", "supported": True}])
+    run = make_literal_run(folder=tmp_path, n=2, claims={"q0000": [{"text": "faultmalformed", "supported": True}]})
 
     result = judge_run(run=run, config=config_for(fake_judge))
 

@@ -42,3 +42,17 @@ def test_the_gunicorn_config_suits_slow_uploads(monkeypatch):
     assert config["worker_class"] == "gthread" and config["threads"] >= 2
     assert config["timeout"] >= 120 and config["graceful_timeout"] >= 60
     assert config["wsgi_app"] == "labelstudio_lite.wsgi:application" and config["forwarded_allow_ips"]
+
+
+def test_gunicorn_makes_and_empties_the_prometheus_folder_before_it_starts_workers(monkeypatch, tmp_path):
+    folder = tmp_path / "metrics"
+    config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(folder))
+    config["on_starting"](None)
+    assert folder.is_dir()
+    (folder / "counter_1234.db").write_bytes(b"an earlier start's counts")
+    (folder / "keep.txt").write_text("not ours")
+    config["on_starting"](None)
+    assert sorted(p.name for p in folder.iterdir()) == ["keep.txt"]
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR")
+    config["on_starting"](None)  # without the variable: nothing to do

@@ -45,6 +45,8 @@ def test_readyz_names_a_broker_that_does_not_answer(settings, monkeypatch):
     checks = response.json()["checks"]
     assert checks["broker"]["ok"] is False and "Connection" in checks["broker"]["detail"]
     assert checks["database"]["ok"] and checks["storage"]["ok"]
+    workers = response.json()["workers"]  # not asked again through a broker that is away: said at once
+    assert workers["consuming"] is False and "broker does not answer" in workers["detail"] and workers["ms"] < 100
 
 
 def test_readyz_names_unapplied_migrations_and_an_unreachable_storage(monkeypatch):
@@ -140,3 +142,54 @@ def test_every_check_is_run(monkeypatch):
     monkeypatch.setitem(health.CHECKS, "database", lambda: (_ for _ in ()).throw(OperationalError("down")))
     ready, checks = health.readiness()
     assert not ready and checks["database"]["detail"] == "OperationalError: down" and checks["cache"]["ok"]
+
+
+def test_metrics_serve_the_last_known_jobs_marked_stale_while_the_database_is_away(settings, monkeypatch):
+    from labelstudio_lite import metrics
+
+    settings.METRICS_TOKEN = "s3cret-metrics-token"
+    Job.objects.create(kind="import_run", status=Job.Status.QUEUED)
+
+    def scrape() -> str:
+        response = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-metrics-token")
+        assert response.status_code == 200
+        return response.content.decode()
+
+    good = scrape()
+    assert "lsl_database_up 1.0" in good and 'lsl_metric_stale{metric="lsl_jobs"} 0.0' in good
+
+    def down():
+        raise OperationalError('connection to server at "db", port 5432 failed: Connection refused')
+        yield  # a generator, as the real one
+
+    monkeypatch.setattr(metrics, "_database_metrics", down)
+    away = scrape()
+    assert "lsl_database_up 0.0" in away
+    assert 'lsl_metric_stale{metric="lsl_jobs"} 1.0' in away
+    assert 'lsl_metric_stale{metric="lsl_job_duration_seconds"} 1.0' in away
+    assert 'lsl_jobs{kind="import_run",status="queued"} 1.0' in away  # the last known value, still served
+    assert 'lsl_metric_refreshed_timestamp_seconds{metric="lsl_jobs"}' in away
+    assert "django_http_requests_latency_seconds_by_view_method_bucket" in away  # what needs no database
+
+
+def test_metrics_answer_200_from_a_process_whose_database_never_answered(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "PYTEST"))}
+    env.update(
+        VAR_DIR=str(tmp_path),
+        DATABASE_URL="postgres://postgres@127.0.0.1:1/nowhere",
+        METRICS_TOKEN="s3cret-metrics-token",
+        DJANGO_SETTINGS_MODULE="labelstudio_lite.settings",
+    )
+    script = (
+        "import django; django.setup()\n"
+        "from django.test import Client\n"
+        "r = Client().get('/metrics', HTTP_AUTHORIZATION='Bearer s3cret-metrics-token', HTTP_HOST='localhost')\n"
+        "print(r.status_code); print(r.content.decode())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    status, _, text = result.stdout.partition("\n")
+    assert status == "200", result.stdout + result.stderr
+    assert "lsl_database_up 0.0" in text and 'lsl_metric_stale{metric="lsl_jobs"} 1.0' in text
+    assert "lsl_jobs{" not in text  # never read: nothing to serve, and said so

@@ -40,6 +40,8 @@ def qrels_topics(records: Iterable[Record], problems: ProblemCollector) -> Itera
             qid = as_id(data.get("query-id"), "query-id")
             doc = as_id(data.get("corpus-id"), "corpus-id")
             grade = as_number(data.get("score"), "score", allow_none=False)
+            if grade < 0:
+                raise FieldError("score", f"is {grade:g}; a relevance grade is 0 (judged not relevant) or more")
         except FieldError as error:
             problems.add(record.line, error.field, error.message)
             continue
