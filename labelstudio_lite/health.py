@@ -99,9 +99,7 @@ def workers_consuming(*, timeout: float = WORKERS_TIMEOUT, broker_up: bool = Tru
         return Workers(False, "the workers could not be asked: the broker does not answer")
     from django.core.cache import cache
 
-    from .celery import app
-
-    queue = app.conf.task_default_queue
+    queue = celery_app.conf.task_default_queue
     key = f"lsl:workers:{queue}"
     try:
         kept = cache.get(key)
@@ -110,9 +108,9 @@ def workers_consuming(*, timeout: float = WORKERS_TIMEOUT, broker_up: bool = Tru
     if kept is not None:
         return Workers(*kept)
     try:
-        with app.connection_for_write() as connection:
+        with celery_app.connection_for_write() as connection:
             connection.ensure_connection(max_retries=1, timeout=2)  # a broker away: said in seconds, not retried
-            replies = app.control.inspect(timeout=timeout, connection=connection).active_queues() or {}
+            replies = celery_app.control.inspect(timeout=timeout, connection=connection).active_queues() or {}
     except Exception as error:  # the broker away: no worker can be reached (nor take a job)
         found = Workers(False, f"the workers could not be asked (the broker: {_first_line(error)})")
     else:

@@ -145,7 +145,7 @@ def test_every_check_is_run(monkeypatch):
 
 
 def test_metrics_serve_the_last_known_jobs_marked_stale_while_the_database_is_away(settings, monkeypatch):
-    from labelstudio_lite import metrics
+    from labelstudio_lite import prometheus as metrics
 
     settings.METRICS_TOKEN = "s3cret-metrics-token"
     Job.objects.create(kind="import_run", status=Job.Status.QUEUED)
