@@ -12,6 +12,7 @@ Invariants the database enforces (so no code path can break them):
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
@@ -143,6 +144,36 @@ class Campaign(Authored):
         """The ordinal scale's points, lowest first (empty for a binary campaign)."""
         return list(range(self.scale_min, self.scale_max + 1)) if self.ordinal else []
 
+    @property
+    def choices(self) -> list[dict[str, str]]:
+        """The answers the labelling page offers, each with its key and words (can't tell last)."""
+        if self.ordinal:
+            points = [
+                {"value": str(p), "key": str(p), "word": f"{p}", "css": "unsupported" if self.fails(p) else "supported"}
+                for p in self.scale_points
+            ]
+        else:
+            points = [
+                {"value": "supported", "key": "S", "word": self.pass_word, "css": "supported"},
+                {"value": "unsupported", "key": "U", "word": self.fail_word, "css": "unsupported"},
+            ]
+        return [*points, {"value": "cant_tell", "key": "C", "word": "Can't tell", "css": ""}]
+
+    def answer_word(self, answer: str) -> str:
+        """An answer (a label's value or score) in the campaign's words: "relevant", "4 of 1–5", "can't tell"."""
+        if answer == Label.Value.CANT_TELL:
+            return "can't tell"
+        if self.ordinal:
+            return f"{answer} on {self.scale_min}–{self.scale_max}"
+        return (self.pass_word if answer == Label.Value.SUPPORTED else self.fail_word).lower()
+
+    @property
+    def scale_words(self) -> str:
+        """The label set in words, for pages and reports."""
+        if self.ordinal:
+            return f"scores {self.scale_min}–{self.scale_max}; {self.scale_min}–{self.fail_at:g} is the failure class"
+        return f"{self.pass_word} / {self.fail_word}"
+
     def fails(self, score: float) -> bool:
         """Whether a score on the campaign's scale is in the failure class."""
         return score <= self.fail_at
@@ -160,9 +191,9 @@ class Campaign(Authored):
             "question": self.judge_question,
         }
 
-    @property
+    @cached_property
     def guideline(self) -> Guideline | None:
-        """The guideline annotators are shown now (the newest version)."""
+        """The guideline annotators are shown now (the newest version; read once per loaded campaign)."""
         return self.guidelines.order_by("-version").first()
 
     @property
@@ -417,6 +448,11 @@ class Label(models.Model):
     @property
     def annotator_name(self) -> str:
         return self.annotator.username if self.annotator_id else f"{self.external_annotator} (external)"
+
+    @property
+    def answer(self) -> str:
+        """The answer as the page sends it: the score on an ordinal campaign, else the value."""
+        return str(self.score) if self.score is not None else self.value
 
     @property
     def counts(self) -> bool:

@@ -385,9 +385,11 @@ def campaign_new_guideline(*, campaign: Campaign, text: str, user: Any = None) -
         current = campaign.guideline
         if current is not None and current.text == text:
             raise CampaignError(f"the guideline is already this text (version {current.version}): nothing to change")
-        return Guideline.objects.create(
+        guideline = Guideline.objects.create(
             campaign=campaign, version=(current.version + 1) if current else 1, text=text, created_by=user
         )
+    campaign.__dict__["guideline"] = guideline
+    return guideline
 
 
 def _users(users: Iterable[Any]) -> list[Any]:
