@@ -73,7 +73,10 @@ def _certificate(config) -> Certificate:
 
 def test_the_database_refuses_to_rewrite_or_delete_a_certificate(small_run):
     certificate = _certificate(small_run.judge_config)
-    for sql in ("UPDATE labelling_certificate SET state = 'untrusted'", "DELETE FROM labelling_certificate"):
+    statements = ["UPDATE labelling_certificate SET state = 'untrusted'"]
+    if connection.vendor == "postgresql":  # SQLite's test flush deletes rows: there the models refuse deletes
+        statements.append("DELETE FROM labelling_certificate")
+    for sql in statements:
         with pytest.raises(IntegrityError), transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(sql)
     with pytest.raises(ValueError, match="never rewritten"):
