@@ -169,6 +169,14 @@ def judge_validations(config: JudgeConfig) -> list[JudgeValidation]:
     return out
 
 
+def judge_certificates(config: JudgeConfig) -> list[dict[str, Any]]:
+    """Every stored certificate of the config, newest first (superseded ones too), each with a ``line`` in words."""
+    out: list[dict[str, Any]] = []
+    for source in _REGISTRY.sources:
+        out.extend(getattr(source, "certificates", lambda config: [])(config))
+    return out
+
+
 def corrected_pass_rates(config: JudgeConfig | None, runs: list[Run]) -> list[CorrectedPassRate]:
     """The judge pass rate of each run, corrected for the errors people found in the judge (where they did)."""
     if config is None:

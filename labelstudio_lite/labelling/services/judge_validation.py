@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Max
 from django.urls import reverse
@@ -41,7 +42,15 @@ from evalcore.services.judge_fitness import (
 from ..models import Adjudication, Campaign, Item, Label, VerdictSet
 from ..selectors import judge_verdicts
 from .campaigns import population
-from .certificates import Measured, definition_hash, failure_words, measure, record
+from .certificates import (
+    Measured,
+    certificate_line,
+    certificates_of,
+    definition_hash,
+    failure_words,
+    measure,
+    record,
+)
 from .judge_stats import CoreStats, Pair, core_stats, corrected_pass_rate, labelled_pairs, stratum_population, unit_word
 
 MIN_ITEMS = 50
@@ -350,3 +359,28 @@ class CampaignValidations:
 
     def validations(self, config: JudgeConfig) -> list[JudgeValidation]:
         return judge_config_measurements(config)
+
+    def certificates(self, config: JudgeConfig) -> list[dict[str, Any]]:
+        """The config's stored certificates (every metric it was measured on certified first), newest first."""
+        for metric in sorted(set(Campaign.objects.filter(run__judge_config=config).values_list("metric", flat=True))):
+            judge_config_validation(config, metric)
+        current: set[tuple[str, int, str]] = set()
+        out = []
+        for cert in certificates_of(config):
+            key = (cert.metric, cert.guideline_version, cert.slice)
+            out.append(
+                {
+                    "id": cert.pk,
+                    "metric": cert.metric,
+                    "slice": cert.slice,
+                    "guideline_version": cert.guideline_version,
+                    "state": cert.state,
+                    "superseded": key in current,
+                    "more_failure_labels": cert.more_failure_labels,
+                    "campaign": cert.campaign,
+                    "created_at": cert.created_at.isoformat(),
+                    "line": certificate_line(cert) + (" (superseded)" if key in current else ""),
+                }
+            )
+            current.add(key)
+        return out
