@@ -3,11 +3,15 @@ guideline or prompt change, the gate's judge policy per metric; an ordinal campa
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
 from evalcore.services.judge_fitness import judge_certificates, judge_validation
-from labelstudio_lite.labelling.models import Certificate, Label
+from labelstudio_lite.labelling.models import Campaign, Certificate, Label
 from labelstudio_lite.labelling.services.campaigns import campaign_create, campaign_new_guideline
 from labelstudio_lite.labelling.services.judge_report import judge_report
 from labelstudio_lite.labelling.services.label_sets import LabelSetError, label_set
@@ -161,3 +165,51 @@ def test_a_label_set_is_checked_with_its_reason():
         "Relevant",
         "reference",
     )
+
+
+def test_an_eval_owner_creates_a_1_to_5_relevance_campaign_from_the_form_and_the_command(owner_client, small_run):
+    response = owner_client.post(
+        reverse("labelling:campaigns"),
+        {
+            "name": "relevance-form",
+            "run": small_run.pk,
+            "unit": "answer",
+            "size": 10,
+            "heldout_fraction": 0.3,
+            "overlap": 1,
+            "seed": 3,
+            "guidance": "5: answers exactly what was asked.",
+            "metric": "answer_relevance",
+            "scale": "ordinal",
+            "scale_min": 1,
+            "scale_max": 5,
+            "fail_at": 2,
+        },
+    )
+    assert response.status_code == 302
+    campaign = Campaign.objects.get(name="relevance-form")
+    assert (campaign.metric, campaign.scale, campaign.scale_min, campaign.scale_max, campaign.fail_at) == (
+        "answer_relevance",
+        "ordinal",
+        1,
+        5,
+        2.0,
+    )
+    assert campaign.shows == "question" and campaign.guideline.text == "5: answers exactly what was asked."
+    assert set(campaign.items.values_list("judge_score", flat=True)) == {3.0}
+
+    call_command(
+        "create_campaign",
+        *("--run", small_run.name, "--name", "relevance-cli", "--unit", "answer", "--size", "10"),
+        *("--metric", "answer_relevance", "--scale", "ordinal", "--scale-min", "1", "--scale-max", "5"),
+        *("--fail-at", "2"),
+        stdout=StringIO(),
+    )
+    assert Campaign.objects.get(name="relevance-cli").scale_words == "scores 1–5; 1–2 is the failure class"
+    with pytest.raises(CommandError, match="scores at or below it fail"):
+        call_command(
+            "create_campaign",
+            *("--run", small_run.name, "--name", "bad", "--unit", "answer", "--size", "10", "--scale", "ordinal"),
+            *("--scale-min", "1", "--scale-max", "5", "--fail-at", "7"),
+            stdout=StringIO(),
+        )
