@@ -50,8 +50,11 @@ def failure_words(campaign: Campaign) -> str:
 
 
 def bars_of(campaign: Campaign) -> CertificateBars:
-    """The campaign's bars (kept strictly inside kappa's range, as the engine needs)."""
-    return CertificateBars(max_miss_rate=campaign.fit_miss_rate, min_kappa=min(max(campaign.fit_kappa, -0.99), 0.99))
+    """The campaign's bars (kept strictly inside their ranges, as the engine needs: a 0 or 100 % bar is 0.1 % or 99.9 %)."""
+    return CertificateBars(
+        max_miss_rate=min(max(campaign.fit_miss_rate, 0.001), 0.999),
+        min_kappa=min(max(campaign.fit_kappa, -0.99), 0.99),
+    )
 
 
 def certify_stats(
