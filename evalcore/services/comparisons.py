@@ -189,9 +189,14 @@ def compare_runs(
     if not decisions:
         raise ComparisonRefused("nothing to compare: " + "; ".join(f"{m}: {why}" for m, why in excluded.items()))
     progress(2, 3, "storing decisions")
-    validation = judge_validation(base.judge_config) if any(is_judge_metric(d.metric) for d in decisions) else None
+    validations = {
+        d.metric: judge_validation(base.judge_config, d.metric) for d in decisions if is_judge_metric(d.metric)
+    }
+    validation = next(iter(validations.values()), None)
     data_status = {(d.metric, d.slice): d.status for d in decisions}
-    decisions = [_under_judge_policy(d, validation, policy) if is_judge_metric(d.metric) else d for d in decisions]
+    decisions = [
+        _under_judge_policy(d, validations[d.metric], policy) if d.metric in validations else d for d in decisions
+    ]
     chosen = [m for m in chosen if m not in excluded]
     per_metric = {m: per_metric[m] for m in chosen}
     paired = _Paired.of(base_frame, cand_frame, common)
@@ -258,9 +263,7 @@ def compare_runs(
                     higher_is_better=d.higher_is_better,
                     message=d.message,
                     data_status=data_status[(d.metric, d.slice)],
-                    judge_validation=validation.as_dict()
-                    if validation is not None and is_judge_metric(d.metric)
-                    else None,
+                    judge_validation=validations[d.metric].as_dict() if d.metric in validations else None,
                     to_settle=to_settle.get((d.metric, d.slice)),
                     created_by=comparison.created_by,
                 )
@@ -272,8 +275,18 @@ def compare_runs(
 
 
 def _under_judge_policy(decision: GateDecision, validation: JudgeValidation | None, policy: str) -> GateDecision:
-    """Apply the judge policy to a decision on a judge metric: an unfit or unvalidated judge cannot pass or block alone."""
-    if validation is None or validation.fit or policy == "off":
+    """Apply the judge policy to a decision on a judge metric: a judge not certified trusted on the metric (or
+    untrusted on the decision's slice) cannot pass or block alone."""
+    if validation is None or policy == "off":
+        return decision
+    untrusted_slice = validation.slice_untrusted(decision.slice) if validation.fit else None
+    if untrusted_slice is not None:
+        reason = f"judge {validation.judge} is untrusted on slice {decision.slice}: {untrusted_slice['reason']}"
+        if policy == "warn" or decision.status == REVIEW:
+            return replace(decision, message=f"{decision.message} (warning: {reason})")
+        data_alone = f"the data alone say {decision.status}: {decision.message}"
+        return replace(decision, status=REVIEW, message=f"{decision.metric} · {decision.slice}: {reason}; {data_alone}")
+    if validation.fit:
         return decision
     if policy == "warn" or decision.status == REVIEW:
         return replace(decision, message=f"{decision.message} (warning: {validation.reason})")

@@ -5,8 +5,9 @@ validated it (a judge report on a labelling campaign, or a re-measurement on hel
 known to the labelling app, which registers a :class:`JudgeValidationSource` here; evalcore asks
 it and applies the gate's judge policy to every decision on a judge metric:
 
-* ``review`` (the default): a decision on a metric scored by a judge that is not validated and
-  fit becomes ``review``, with the reason in words, whatever the data alone said;
+* ``review`` (the default): a decision on a metric scored by a judge that is not certified
+  ``trusted`` on that metric becomes ``review``, with the reason in words, whatever the data
+  alone said; and so does a slice's decision where the judge is ``untrusted`` on that slice;
 * ``warn``: the decision stands; the reason is logged and shown beside it;
 * ``off``: the judge's validation is recorded but not used.
 """
@@ -19,7 +20,9 @@ from typing import Any, Protocol
 from ..models import JudgeConfig, Run
 from .problems import UserFacingError
 
-FIT, NOT_FIT, UNVALIDATED = "fit", "not_fit", "unvalidated"
+FIT, NOT_FIT, UNVALIDATED, INCONCLUSIVE = "fit", "not_fit", "unvalidated", "inconclusive"
+#: The metric a validation is about when none is named (the only one campaigns could validate before).
+DEFAULT_METRIC = "faithfulness"
 JUDGE_POLICIES = ("review", "warn", "off")
 
 
@@ -31,8 +34,9 @@ def _pct(value: float | None) -> str:
 class JudgeValidation:
     """What people found of one judge config, and whether that makes it fit to gate."""
 
-    status: str  # FIT, NOT_FIT or UNVALIDATED
+    status: str  # FIT (certified trusted), NOT_FIT (untrusted), INCONCLUSIVE or UNVALIDATED
     judge: str  # "gpt-x-2026-05 · prompt f7c5e4"
+    metric: str = DEFAULT_METRIC
     config_hash: str | None = None
     unit_word: str = "items"
     n: int = 0
@@ -52,17 +56,40 @@ class JudgeValidation:
     url: str | None = None
     stale: str = ""  # why a newer measurement makes this one out of date, or ""
     why_not: str = ""  # for UNVALIDATED: what is missing
+    certificate: int | None = None  # the certificate's id
+    guideline_version: int | None = None
+    more_failure_labels: int | None = None
+    reasons: tuple[str, ...] = ()  # the certificate's reasons in words
+    slices: tuple[dict[str, Any], ...] = ()  # per slice with enough labels: {"slice", "state", "reason"}
+    outdated: bool = False  # stale because the guideline or the metric's definition changed since: it no longer counts
 
     @property
     def fit(self) -> bool:
-        return self.status == FIT
+        """Certified trusted, and not outdated by a changed guideline or metric definition."""
+        return self.status == FIT and not self.outdated
+
+    def slice_untrusted(self, name: str) -> dict[str, Any] | None:
+        """The slice's certificate when it says the judge is untrusted there."""
+        return next((s for s in self.slices if s["slice"] == name and s["state"] == "untrusted"), None)
 
     @property
     def reason(self) -> str:
         """The validation in words, as the gate logs it beside a decision."""
         judge = f"judge {self.judge}"
         if self.status == UNVALIDATED:
-            return f"{judge} was never validated against people{': ' + self.why_not if self.why_not else ''}; not fit to gate"
+            return (
+                f"{judge} was never validated against people on {self.metric}"
+                f"{': ' + self.why_not if self.why_not else ''}; not fit to gate"
+            )
+        if self.reasons:
+            state = {FIT: "trusted", NOT_FIT: "untrusted", INCONCLUSIVE: "inconclusive"}[self.status]
+            where = (
+                f" (certificate #{self.certificate}, guideline v{self.guideline_version}, campaign {self.campaign}, "
+                f"{self.source}{', ' + self.validated_at[:10] if self.validated_at else ''})"
+            )
+            stale = f"; stale: {self.stale}" if self.stale else ""
+            verdict = "fit to gate" if self.fit else "not fit to gate"
+            return f"{judge} on {self.metric} is {state}: {'; '.join(self.reasons)}; {verdict}{where}{stale}"
         interval = f"(CI {_pct(self.miss_low)[:-2]}–{_pct(self.miss_high)})"
         kappa = "kappa undefined" if self.kappa is None else f"kappa {self.kappa:.2f}"
         words = f"{judge} misses {_pct(self.miss_rate)} of unsupported {self.unit_word} {interval}, {kappa}"
@@ -93,7 +120,7 @@ class CorrectedPassRate:
 class JudgeValidationSource(Protocol):
     """What the labelling app tells evalcore about judge configs (registered at start-up)."""
 
-    def validation(self, config: JudgeConfig) -> JudgeValidation | None: ...
+    def validation(self, config: JudgeConfig, metric: str = DEFAULT_METRIC) -> JudgeValidation | None: ...
 
     def corrected_pass_rate(self, config: JudgeConfig, run: Run) -> CorrectedPassRate | None: ...
 
@@ -116,19 +143,22 @@ def register_judge_validation_source(source: JudgeValidationSource) -> None:
         _REGISTRY.sources.append(source)
 
 
-def judge_validation(config: JudgeConfig | None) -> JudgeValidation:
-    """Return what is known of the judge config's validation; UNVALIDATED when nobody checked it."""
+def judge_validation(config: JudgeConfig | None, metric: str = DEFAULT_METRIC) -> JudgeValidation:
+    """Return the judge config's current certificate on ``metric``; UNVALIDATED when nobody checked it."""
     if config is None:
-        return JudgeValidation(status=UNVALIDATED, judge="(none pinned)", why_not="the runs carry no judge config")
+        return JudgeValidation(
+            status=UNVALIDATED, judge="(none pinned)", metric=metric, why_not="the runs carry no judge config"
+        )
     for source in _REGISTRY.sources:
-        found = source.validation(config)
+        found = source.validation(config, metric)
         if found is not None:
             return found
     return JudgeValidation(
         status=UNVALIDATED,
         judge=str(config),
+        metric=metric,
         config_hash=config.config_hash,
-        why_not="no labelling campaign has labels on a run scored by it",
+        why_not=f"no labelling campaign on {metric} has labels on a run scored by it",
     )
 
 
@@ -137,6 +167,14 @@ def judge_validations(config: JudgeConfig) -> list[JudgeValidation]:
     out: list[JudgeValidation] = []
     for source in _REGISTRY.sources:
         out.extend(getattr(source, "validations", lambda config: [])(config))
+    return out
+
+
+def judge_certificates(config: JudgeConfig) -> list[dict[str, Any]]:
+    """Every stored certificate of the config, newest first (superseded ones too), each with a ``line`` in words."""
+    out: list[dict[str, Any]] = []
+    for source in _REGISTRY.sources:
+        out.extend(getattr(source, "certificates", lambda config: [])(config))
     return out
 
 

@@ -22,7 +22,14 @@ from .services.verdicts import verdicts_import
 
 LABELLED = "faithfulness-claims"
 OPEN = "demo-claims"
+RELEVANCE = "answer-relevance"
 PEOPLE = ["maria", "tom"]
+RELEVANCE_PEOPLE = ["ann1", "ann2", "ann3"]
+#: The relevance guideline (version 1) annotators see.
+RELEVANCE_GUIDELINE = (
+    "5: answers exactly what was asked. 4: answers it, with some padding. 3: partly answers it. "
+    "2: mostly about something else. 1: does not address the question at all."
+)
 
 
 def stated_in_context(row: Row, claim_index: int) -> bool:
@@ -91,6 +98,8 @@ def load_labelling_demo(paths: dict[str, Path], run: Run) -> list[str]:
         lines.append(f"Campaign {LABELLED}: {campaign.items.count()} claims; {result.message}")
         tuned_config = json.loads(paths["tuned_judge"].read_text())
         lines.append(verdicts_import(campaign=campaign, path=verdicts_path, judge_config=tuned_config).message)
+    if not Campaign.objects.filter(name=RELEVANCE).exists():
+        lines.append(_relevance_campaign(run))
     if not Campaign.objects.filter(name=OPEN).exists():
         from django.contrib.auth import get_user_model
 
@@ -111,3 +120,45 @@ def _tuned_verdicts(rows_path: Path) -> dict[tuple[str, int], bool]:
             for index, claim in enumerate(row["claims"]):
                 verdicts[(row["id"], index)] = claim["supported"]
     return verdicts
+
+
+def relevance_truth(qid: str, judge_score: float) -> int:
+    """What a careful person scores an answer's relevance: the judge's score, except on about one answer in
+    seven, which drifts off the question while the judge still scores it 3 or more (the judge's blind spot)."""
+    rng = random.Random(f"{qid}-relevance")
+    return rng.choice([1, 2, 2]) if rng.random() < 0.15 else int(judge_score)
+
+
+def _relevance_campaign(run: Run) -> str:
+    """An answer-relevance campaign on a 1-5 scale (1-2 fail), each answer scored by ann1, ann2 and ann3 on the
+    labelling service, each of them off by one point now and then."""
+    from django.contrib.auth import get_user_model
+
+    from .services.assignment import next_item, submit_label
+    from .services.label_sets import label_set
+
+    people = list(get_user_model().objects.filter(username__in=RELEVANCE_PEOPLE).order_by("username"))
+    campaign = campaign_create(
+        run=run,
+        name=RELEVANCE,
+        unit="answer",
+        size=150,
+        heldout_fraction=0.3,
+        overlap=len(people),
+        seed=13,
+        guidance=RELEVANCE_GUIDELINE,
+        annotators=people,
+        labels=label_set(metric="answer_relevance", scale="ordinal", scale_min=1, scale_max=5, fail_at=2),
+    )
+    for person in people:
+        rng = random.Random(f"relevance-{person.username}")
+        while (served := next_item(campaign=campaign, user=person)) is not None:
+            item = served.item
+            score = relevance_truth(item.row.question.qid, item.judge_score)
+            if rng.random() < 0.12:
+                score = min(5, max(1, score + rng.choice([-1, 1])))
+            submit_label(campaign=campaign, user=person, item_id=item.pk, value=str(score), source="api")
+    return (
+        f"Campaign {RELEVANCE}: {campaign.items.count()} answers scored 1-5 for answer relevance by "
+        f"{', '.join(p.username for p in people)} (1-2 is the failure class)."
+    )

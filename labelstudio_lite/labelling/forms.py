@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from evalcore.forms import json_object_field, valid_name
 from evalcore.models import JudgeConfig, Run
 
-from .models import Campaign, Label
+from .models import Campaign
 from .services.exports import DISAGREEMENT_FORMATS
 from .services.label_sources import LABEL_FORMATS
 
@@ -44,7 +44,28 @@ class CampaignForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text="The question the judge answers, verbatim; default by unit.",
     )
-    guidance = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    guidance = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Guideline",
+        help_text="What annotators see; it becomes version 1 (a change later is a new version).",
+    )
+    metric = forms.CharField(
+        max_length=100,
+        required=False,
+        initial="faithfulness",
+        help_text="The judge metric validated: faithfulness, answer_relevance, correctness, or any score of the run.",
+    )
+    scale = forms.ChoiceField(
+        choices=[("binary", "Pass / fail (the metric's words)"), ("ordinal", "Ordinal scale")],
+        initial="binary",
+        required=False,
+    )
+    scale_min = forms.IntegerField(required=False, min_value=0, max_value=9, label="Scale from", help_text="e.g. 1")
+    scale_max = forms.IntegerField(required=False, min_value=1, max_value=9, label="Scale to", help_text="e.g. 5")
+    fail_at = forms.FloatField(
+        required=False, label="Failure class at or below", help_text="Ordinal: scores at or below this fail (e.g. 2)."
+    )
     # the plan's assumptions: they shape the preview, not the campaign
     miss_rate = forms.FloatField(
         min_value=0.0,
@@ -101,14 +122,14 @@ class HoldingForm(forms.Form):
 
 class AnswerForm(HoldingForm):
     item_id = forms.IntegerField(min_value=1, max_value=2**63 - 1)
-    value = forms.ChoiceField(choices=Label.Value.choices + [("skip", "Skip")])
+    value = forms.CharField(max_length=12, help_text="supported, unsupported, cant_tell, skip; or a score.")
     rationale = forms.CharField(required=False, max_length=5000)
     key = forms.CharField(required=False, max_length=64, help_text="The answer's idempotency key.")
     seconds = forms.FloatField(required=False, min_value=0, help_text="How long the item was on screen.")
 
 
 class ChangeLabelForm(forms.Form):
-    value = forms.ChoiceField(choices=Label.Value.choices)
+    value = forms.CharField(max_length=12, help_text="supported, unsupported, cant_tell; or a score.")
     rationale = forms.CharField(required=False, max_length=5000)
 
 

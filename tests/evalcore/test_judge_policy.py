@@ -25,7 +25,7 @@ class KnownValidations:
     def __init__(self, by_hash: dict[str, JudgeValidation]) -> None:
         self.by_hash = by_hash
 
-    def validation(self, config: JudgeConfig) -> JudgeValidation | None:
+    def validation(self, config: JudgeConfig, metric: str = "faithfulness") -> JudgeValidation | None:
         return self.by_hash.get(config.config_hash)
 
     def corrected_pass_rate(self, config: JudgeConfig, run) -> CorrectedPassRate | None:

@@ -96,7 +96,7 @@ def faithfulness_of(data: dict) -> dict:
     return next(d for d in data["decisions"] if d["metric"] == "faithfulness" and d["slice"] == "all")
 
 
-def test_the_gate_sends_the_unfit_judges_faithfulness_to_review_and_lets_the_tuned_judge_decide(demo):
+def test_the_gate_sends_the_untrusted_and_the_inconclusive_judges_faithfulness_to_review(demo):
     code, data = gate_json("--base", "chunks-512", "--candidate", "chunks-256-rerank")
     faith = faithfulness_of(data)
     assert code == 3 and data["overall"] == "review" and data["judge_policy"] == "review"
@@ -110,15 +110,20 @@ def test_the_gate_sends_the_unfit_judges_faithfulness_to_review_and_lets_the_tun
     assert (
         0.25 <= judge["miss_rate"] <= 0.45 and judge["miss_rate"] > judge["fit_miss_rate"]
     )  # weighted to the run, about a third
-    assert f"misses {round(100 * judge['miss_rate'])} % of unsupported claims" in faith["message"]
+    assert "is untrusted: misses at least" in faith["message"] and "of unsupported claims" in faith["message"]
+    assert judge["certificate"] and judge["reasons"][0].startswith("misses at least")
     recall = next(d for d in data["decisions"] if d["metric"] == "recall@5" and d["slice"] == "all")
     assert recall["status"] == recall["data_status"] == "pass" and recall["judge"] is None
     assert [rate["run"] for rate in data["judge_rates"]] == ["chunks-512", "chunks-256-rerank"]
 
     code, data = gate_json("--base", "chunks-512-judge-v2", "--candidate", "chunks-256-rerank-judge-v2")
     faith = faithfulness_of(data)
-    assert faith["judge"]["status"] == "fit" and faith["judge"]["source"] == "held-out re-measurement"
-    assert faith["status"] == faith["data_status"] == "block" and code == 4  # the data alone decide
+    # the tuned judge missed none of the held-out unsupported claims, but too few to clear the 15 % bar on the bound
+    judge = faith["judge"]
+    assert judge["status"] == "inconclusive" and judge["source"] == "held-out re-measurement"
+    assert judge["more_failure_labels"] > 0
+    assert f"label about {judge['more_failure_labels']} more unsupported claims" in faith["message"]
+    assert (faith["data_status"], faith["status"], code) == ("block", "review", 3)
 
 
 def test_a_newer_measurement_with_too_few_labels_makes_a_validation_stale_and_alone_counts_for_nothing(demo):
@@ -140,7 +145,7 @@ def test_a_newer_measurement_with_too_few_labels_makes_a_validation_stale_and_al
     )
     labels_import(campaign=campaign, path=path)
     validation = judge_validation(tuned.judge_config)
-    assert validation.status == "fit" and validation.source == "held-out re-measurement"
+    assert validation.status == "inconclusive" and validation.source == "held-out re-measurement"
     assert (
         "newer judge report on campaign tuned-check" in validation.stale
         and "only 5 labelled claims" in validation.stale

@@ -74,6 +74,11 @@ def test_the_json_report_keeps_its_keys(campaign):
         "heldout_spent",
         "corrected",
         "more_labels",
+        "label_set",
+        "guideline_version",
+        "agreement",
+        "certificate",
+        "slice_certificates",
     ]
     assert list(report["overall"]) == [
         "n",

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from ...models import JudgeConfig
 from ...services.judge_configs import judge_config_as_dict, judge_config_create, judge_config_named
-from ...services.judge_fitness import judge_validation, judge_validations
+from ...services.judge_fitness import judge_certificates, judge_validation, judge_validations
 from ...services.problems import UserFacingError
 from .import_run import _json_file
 
@@ -47,14 +47,23 @@ class Command(BaseCommand):
         data = judge_config_as_dict(config)
         validation = judge_validation(config)
         measurements = judge_validations(config)
+        certificates = judge_certificates(config)
         if as_json:
-            payload = {**data, "validation": validation.as_dict(), "measurements": [m.as_dict() for m in measurements]}
+            payload = {
+                **data,
+                "validation": validation.as_dict(),
+                "measurements": [m.as_dict() for m in measurements],
+                "certificates": certificates,
+            }
             self.stdout.write(json.dumps(payload, indent=2, default=str))
             return
         self.stdout.write(f"judge config {config.label} · hash {config.config_hash}")
         self.stdout.write(f"validation: {validation.reason}")
         for m in measurements:
             self.stdout.write(f"  measured by campaign {m.campaign} ({m.source}): {m.reason}")
+        self.stdout.write(f"certificates: {len(certificates) or 'none yet'}")
+        for cert in certificates:
+            self.stdout.write(f"  {cert['line']}")
         for key, value in data.items():
             if key not in ("name", "config_hash", "few_shot_examples"):
                 self.stdout.write(f"{key}: {json.dumps(value, ensure_ascii=False)}")

@@ -19,7 +19,9 @@ from evalcore.services.problems import UserFacingError
 from ..models import Campaign, VerdictSet
 from ..results import Result
 from ..selectors import FinalStatus, judge_verdicts
+from .certificates import measure
 from .exports import HeldoutSpent, Leakage, heldout_spent, leakage
+from .judge_agreement import Agreement, agreement
 from .judge_stats import (
     CoreStats,
     CorrectedPassRate,
@@ -91,6 +93,11 @@ class JudgeReport(Result):
     corrected: CorrectedPassRate | None
     more_labels: str | None = None  # the planner at the judge's measured error rates: what a target would take
     answers: CoreStats | None = None  # claim campaigns: the same rolled up to whole answers
+    label_set: dict[str, Any] | None = None  # the metric's label set: binary words, or the scale and threshold
+    guideline_version: int = 1
+    agreement: Agreement | None = None  # weighted kappa, the human ceiling, the chance baseline, the alt test
+    certificate: dict[str, Any] | None = None  # trusted / untrusted / inconclusive on the interval bounds
+    slice_certificates: dict[str, dict[str, Any]] | None = None  # per slice with enough labels
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (the API and ``judge_report --json``); ``answers`` only for claim campaigns."""
@@ -201,6 +208,10 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
     strata = stratum_population(campaign)
     stats = core_stats(pairs, unit_word=word, seed=campaign.seed, strata=strata)
     judge = verdict_set.judge_config if verdict_set else campaign.run.judge_config
+    from .judge_validation import judge_scores  # judge_validation builds on this module's neighbours
+
+    scores = judge_scores(campaign) if verdict_set is None else {}
+    measured = measure(campaign, pairs, stats, strata=strata, judge_scores=scores)
     slices = tuple(
         SliceStats(
             name, core_stats([p for p in pairs if p.slice == name], unit_word=word, seed=campaign.seed, strata=strata)
@@ -215,7 +226,7 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
         unit=campaign.unit,
         unit_word=word,
         question=campaign.judge_question,
-        metric="faithfulness",
+        metric=campaign.metric,
         judge=JudgeInfo(
             model=judge.model if judge else None,
             model_version=judge.model_version if judge else None,
@@ -239,4 +250,18 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
             if campaign.unit == Campaign.Unit.CLAIM
             else None
         ),
+        label_set={
+            "scale": campaign.scale,
+            "pass": campaign.pass_word,
+            "fail": campaign.fail_word,
+            "scale_min": campaign.scale_min,
+            "scale_max": campaign.scale_max,
+            "fail_at": campaign.fail_at,
+            "words": campaign.scale_words,
+            "shows": campaign.shows,
+        },
+        guideline_version=measured.guideline_version,
+        agreement=agreement(campaign, pairs, scores),
+        certificate=measured.overall.as_dict() if measured.overall else None,
+        slice_certificates={name: cert.as_dict() for name, cert in measured.slices.items()},
     )

@@ -35,9 +35,22 @@ from ..services.campaigns import (
 )
 from ..services.exports import LABEL_FORMATS, labels_export
 from ..services.label_formats import label_studio_config
+from ..services.label_sets import LabelSet, label_set
 from .actions import Done, form_post, import_upload
 
 register_job_form(IMPORT_LABELS, lambda job: reverse("labelling:campaign", args=[job.params["campaign"]]) + "#import")
+
+
+def _labels(data: dict) -> LabelSet:
+    """The form's metric and label set (the scale's fields only count on an ordinal scale)."""
+    ordinal = data.get("scale") == "ordinal"
+    return label_set(
+        metric=data.get("metric") or "faithfulness",
+        scale=data.get("scale") or "binary",
+        scale_min=data.get("scale_min") if ordinal else None,
+        scale_max=data.get("scale_max") if ordinal else None,
+        fail_at=data.get("fail_at") if ordinal else None,
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -48,7 +61,9 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
+            labels = _labels(data)
             campaign = campaign_create(
+                labels=labels,
                 run=data["run"],
                 name=data["name"],
                 unit=data["unit"],
@@ -92,6 +107,7 @@ def campaign_preview(request: HttpRequest) -> HttpResponse:
                 seed=data["seed"],
                 heldout_fraction=data["heldout_fraction"],
                 overlap=data["overlap"],
+                labels=_labels(data),
                 **plan_assumptions(data),
             )
         except UserFacingError as exc:

@@ -12,6 +12,7 @@ from evalcore.selectors import run_by_ref
 from evalcore.services.problems import UserFacingError
 
 from ...services.campaigns import Plan, campaign_create, plan_assumptions, plan_campaign
+from ...services.label_sets import label_set
 
 STRATA_HEADER = f"{'stratum':<40} {'available':>9} {'sampled':>8} {'tuning':>7} {'held out':>9}"
 
@@ -48,7 +49,15 @@ class Command(BaseCommand):
         parser.add_argument("--overlap", type=int, default=1, help="different annotators per item (default 1)")
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--annotator", action="append", default=[], help="username to assign (repeat)")
-        parser.add_argument("--guidance", default="")
+        parser.add_argument("--guidance", default="", help="the guideline annotators see (its version 1)")
+        parser.add_argument("--metric", default="faithfulness", help="the judge metric validated (a score of the run)")
+        parser.add_argument("--scale", choices=["binary", "ordinal"], default="binary")
+        parser.add_argument("--scale-min", type=int, help="ordinal: the scale's lowest point (1)")
+        parser.add_argument("--scale-max", type=int, help="ordinal: the scale's highest point (5)")
+        parser.add_argument("--fail-at", type=float, help="ordinal: scores at or below this are the failure class")
+        parser.add_argument("--pass-word", help="binary: the pass word (default: the metric's own, e.g. Relevant)")
+        parser.add_argument("--fail-word", help="binary: the fail word (default: the metric's own)")
+        parser.add_argument("--judge-pass-at", type=float, help="binary on a score: the judge passes at or above it")
         parser.add_argument(
             "--plan", action="store_true", help="create nothing: print what the campaign would sample and measure"
         )
@@ -66,6 +75,16 @@ class Command(BaseCommand):
             raise CommandError("--name is required to create a campaign (or add --plan to only plan it)")
         try:
             run = run_by_ref(options["run"], evalset=options["evalset"])
+            labels = label_set(
+                metric=options["metric"],
+                scale=options["scale"],
+                scale_min=options["scale_min"],
+                scale_max=options["scale_max"],
+                fail_at=options["fail_at"],
+                pass_word=options["pass_word"],
+                fail_word=options["fail_word"],
+                judge_pass_at=options["judge_pass_at"],
+            )
             if options["plan"]:
                 plan = plan_campaign(
                     run=run,
@@ -74,6 +93,7 @@ class Command(BaseCommand):
                     seed=options["seed"],
                     heldout_fraction=options["heldout"],
                     overlap=options["overlap"],
+                    labels=labels,
                     **plan_assumptions(options),
                 )
             else:
@@ -87,6 +107,7 @@ class Command(BaseCommand):
                     seed=options["seed"],
                     guidance=options["guidance"],
                     annotators=options["annotator"],
+                    labels=labels,
                 )
         except UserFacingError as error:
             raise CommandError(str(error)) from None
