@@ -353,6 +353,7 @@ def bias_battery(
     correction: str = "holm",
     confidence: float = 0.95,
     directions: tuple[str, ...] = DIRECTIONS,
+    applied: Mapping[str, object] | None = None,
 ) -> BatteryResult:
     """Return every probe's flip rate beyond the placebo, corrected for the number of (probe, direction) tested.
 
@@ -376,6 +377,9 @@ def bias_battery(
         Level of each interval (unadjusted: the correction applies to the decisions).
     directions : tuple of str, default both
         The directions tested.
+    applied : mapping of str to array-like of bool, optional
+        Per probe, the claims it changed (and the judge answered): the others are left out of that probe's
+        flips. Default: every claim, for every probe.
 
     Returns
     -------
@@ -397,11 +401,22 @@ def bias_battery(
     for direction in directions:
         if direction not in DIRECTIONS:
             raise ValueError(f"directions must be among {DIRECTIONS}, got {direction!r}")
-    cells = [
-        (name, flip_beyond_placebo(baseline, verdicts, placebo, clusters, direction=d, confidence=confidence))
-        for name, verdicts in probes.items()
-        for d in directions
-    ]
+    base = _as_verdicts(baseline, "baseline")
+    under_placebo = _as_verdicts(placebo, "placebo", base.size)
+    groups = np.asarray(clusters)
+    cells = []
+    for name, verdicts in probes.items():
+        under_probe = _as_verdicts(verdicts, f"probe {name}", base.size)
+        keep = np.ones(base.size, dtype=bool)
+        if applied is not None and name in applied:
+            keep = _as_verdicts(applied[name], f"applied[{name!r}]", base.size)
+        if groups.shape != base.shape:
+            raise ValueError(f"clusters has {groups.size} entries, the baseline {base.size}: give each claim its item")
+        for d in directions:
+            flips = flip_beyond_placebo(
+                base[keep], under_probe[keep], under_placebo[keep], groups[keep], direction=d, confidence=confidence
+            )
+            cells.append((name, flips))
     adjusted = adjust([cell.p_value for _, cell in cells], correction=correction)
     findings = []
     for (name, cell), p in zip(cells, adjusted):

@@ -10,7 +10,7 @@ class LabellingConfig(AppConfig):
         from evalcore.services.judge_configs import register_few_shot_source
         from evalcore.services.judge_fitness import register_judge_validation_source
 
-        from . import jobs  # noqa: F401  (registers the labelling job handlers)
+        from . import bias_jobs, jobs  # noqa: F401  (register the labelling job handlers)
         from .services.judge_validation import CampaignValidations
         from .services.tuned_prompt import few_shot_examples
 

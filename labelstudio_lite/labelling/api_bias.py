@@ -1,0 +1,160 @@
+"""The bias battery's API (eval owners): start a battery (a job), read its cost first, read the stored findings,
+add a probe, and the latest bias verdict on a judge config. Every endpoint calls the services the page and the
+``judge_bias`` command call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from evalcore.api import JobOutput, _refusal
+from evalcore.api import _accepted as job_accepted
+from evalcore.engine.multiplicity import CORRECTIONS
+from evalcore.judging.probes import FIELDS, OWNER_KINDS, ProbeSpec
+from evalcore.models import JudgeConfig
+from evalcore.services.problems import UserFacingError
+from labelstudio_lite.accounts.access import IsEvalOwner
+from labelstudio_lite.rest import id_field
+
+from .access import campaign_for_owner
+from .bias_jobs import BiasBatteryParams, bias_params_plan, request_bias_battery
+from .bias_selectors import campaign_batteries, latest_bias_verdict
+from .models import BiasBattery
+from .services.bias_battery import DEFAULT_ALPHA, DEFAULT_BAR, available_probes, bias_estimate, probe_add
+
+
+def probe_data(spec: ProbeSpec) -> dict[str, Any]:
+    return {**spec.pinned, "label": spec.label, "shown": spec.shown, "spec_hash": spec.spec_hash}
+
+
+def battery_data(battery: BiasBattery) -> dict[str, Any]:
+    return {
+        "id": battery.pk,
+        "campaign": battery.campaign.name,
+        "judge_config": battery.judge_config.label,
+        "judge_config_id": battery.judge_config_id,
+        "metric": battery.metric,
+        "blocks_gating": battery.blocks_gating,
+        "verdict": battery.verdict,
+        "bar": battery.bar,
+        "alpha": battery.alpha,
+        "correction": battery.correction,
+        "items": battery.items,
+        "claims": battery.claims,
+        "probes": battery.probes,
+        "findings": battery.findings,
+        "totals": battery.totals,
+        "created_at": battery.created_at.isoformat(),
+    }
+
+
+BatteryOutput = inline_serializer(
+    "BiasBatteryOutput",
+    {
+        "id": serializers.IntegerField(),
+        "blocks_gating": serializers.BooleanField(),
+        "verdict": serializers.CharField(),
+        "findings": serializers.ListField(child=serializers.DictField()),
+    },
+)
+
+
+class BiasBatteryInput(serializers.Serializer):
+    judge_config = id_field(help_text="a runnable judge config's id")
+    probes = serializers.ListField(
+        child=serializers.CharField(max_length=120), required=False, help_text="name or name@vN; none: every probe"
+    )
+    bar = serializers.FloatField(min_value=0, max_value=0.99, default=DEFAULT_BAR)
+    alpha = serializers.FloatField(min_value=0.001, max_value=0.5, default=DEFAULT_ALPHA)
+    correction = serializers.ChoiceField(choices=list(CORRECTIONS), default="holm")
+
+
+class BiasBatteryApi(APIView):
+    permission_classes = [IsEvalOwner]
+
+    @extend_schema(responses={200: BatteryOutput}, summary="A campaign's bias batteries, newest first, with findings")
+    def get(self, request: Request, name: str) -> Response:
+        campaign = campaign_for_owner(request.user, name)
+        batteries = campaign_batteries(campaign).select_related("campaign")[:50]
+        return Response(
+            {"batteries": [battery_data(b) for b in batteries], "probes": [probe_data(p) for p in available_probes()]}
+        )
+
+    @extend_schema(request=BiasBatteryInput, responses={202: JobOutput}, summary="Run a bias battery (a job)")
+    def post(self, request: Request, name: str) -> Response:
+        campaign = campaign_for_owner(request.user, name)
+        data = BiasBatteryInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = BiasBatteryParams(campaign=campaign.name, **data.validated_data)
+        return job_accepted(request_bias_battery, params, request)
+
+
+class BiasEstimateApi(APIView):
+    permission_classes = [IsEvalOwner]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("judge_config", int, required=True), OpenApiParameter("probes", str)],
+        responses={200: inline_serializer("BiasEstimateOutput", {"line": serializers.CharField()})},
+        summary="What a bias battery would cost: calls, tokens, money and time (nothing is called)",
+    )
+    def get(self, request: Request, name: str) -> Response:
+        campaign = campaign_for_owner(request.user, name)
+        query = {**request.query_params.dict()}
+        if "probes" in query:
+            query["probes"] = [p for p in query["probes"].split(",") if p]
+        data = BiasBatteryInput(data=query)
+        data.is_valid(raise_exception=True)
+        try:
+            plan = bias_params_plan(BiasBatteryParams(campaign=campaign.name, **data.validated_data))
+            estimate = bias_estimate(plan)
+        except UserFacingError as error:
+            return Response(_refusal(error), status=status.HTTP_400_BAD_REQUEST)
+        return Response({**estimate.as_dict(), "line": estimate.line, "probes": [p.label for p in plan.probes]})
+
+
+class BiasProbeInput(serializers.Serializer):
+    name = serializers.SlugField(max_length=100)
+    kind = serializers.ChoiceField(choices=list(OWNER_KINDS))
+    field = serializers.ChoiceField(choices=list(FIELDS))
+    text = serializers.CharField(max_length=5000)
+    describes = serializers.CharField(max_length=300)
+
+
+class BiasProbeApi(APIView):
+    permission_classes = [IsEvalOwner]
+
+    @extend_schema(responses={200: None}, summary="The probes a battery can run (built-in and the owners')")
+    def get(self, request: Request) -> Response:
+        return Response({"probes": [probe_data(p) for p in available_probes()]})
+
+    @extend_schema(request=BiasProbeInput, responses={201: None}, summary="Add a probe (a new version if changed)")
+    def post(self, request: Request) -> Response:
+        data = BiasProbeInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            probe = probe_add(user=request.user, **data.validated_data)
+        except UserFacingError as error:
+            return Response(_refusal(error), status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            {"name": probe.name, "version": probe.version, "spec_hash": probe.spec_hash}, status=status.HTTP_201_CREATED
+        )
+
+
+class JudgeBiasVerdictApi(APIView):
+    permission_classes = [IsEvalOwner]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("metric", str)],
+        responses={200: None},
+        summary="The latest bias verdict on a judge config (what its certificate reads); null when none ran",
+    )
+    def get(self, request: Request, config_id: int) -> Response:
+        config = get_object_or_404(JudgeConfig, pk=config_id)
+        verdict = latest_bias_verdict(config, request.query_params.get("metric", "faithfulness"))
+        return Response({"verdict": verdict.as_dict() if verdict else None})
