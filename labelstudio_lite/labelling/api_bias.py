@@ -20,7 +20,7 @@ from evalcore.judging.probes import FIELDS, OWNER_KINDS, ProbeSpec
 from evalcore.models import JudgeConfig
 from evalcore.services.problems import UserFacingError
 from labelstudio_lite.accounts.access import IsEvalOwner
-from labelstudio_lite.rest import id_field
+from labelstudio_lite.rest import StrictCharField, id_field
 
 from .access import campaign_for_owner
 from .bias_jobs import BiasBatteryParams, bias_params_plan, request_bias_battery
@@ -54,21 +54,94 @@ def battery_data(battery: BiasBattery) -> dict[str, Any]:
     }
 
 
-BatteryOutput = inline_serializer(
-    "BiasBatteryOutput",
-    {
-        "id": serializers.IntegerField(),
-        "blocks_gating": serializers.BooleanField(),
-        "verdict": serializers.CharField(),
-        "findings": serializers.ListField(child=serializers.DictField()),
-    },
-)
+class ProbeOutput(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.IntegerField()
+    kind = serializers.CharField()
+    field = serializers.CharField()
+    text = serializers.CharField(allow_blank=True)
+    describes = serializers.CharField()
+    label = serializers.CharField()
+    shown = serializers.CharField()
+    spec_hash = serializers.CharField()
+
+
+class BatteryOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    campaign = serializers.CharField()
+    judge_config = serializers.CharField()
+    judge_config_id = serializers.IntegerField()
+    metric = serializers.CharField()
+    blocks_gating = serializers.BooleanField()
+    verdict = serializers.CharField()
+    bar = serializers.FloatField()
+    alpha = serializers.FloatField()
+    correction = serializers.CharField()
+    items = serializers.IntegerField()
+    claims = serializers.IntegerField()
+    probes = serializers.ListField(child=serializers.DictField())
+    findings = serializers.ListField(
+        child=serializers.DictField(), help_text="per probe and direction: flips, interval, p-values, decision, words"
+    )
+    totals = serializers.DictField()
+    created_at = serializers.CharField()
+
+
+class BatteriesOutput(serializers.Serializer):
+    batteries = BatteryOutput(many=True)
+    probes = ProbeOutput(many=True)
+
+
+class EstimateOutput(serializers.Serializer):
+    rows = serializers.IntegerField(help_text="tuning items probed")
+    sampled_rows = serializers.IntegerField()
+    calls = serializers.IntegerField()
+    cached_calls = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    cost = serializers.FloatField()
+    currency = serializers.CharField()
+    seconds = serializers.FloatField()
+    note = serializers.CharField()
+    line = serializers.CharField()
+    probes = serializers.ListField(child=serializers.CharField())
+
+
+class VerdictOutput(serializers.Serializer):
+    blocks_gating = serializers.BooleanField()
+    words = serializers.CharField()
+    battery = serializers.IntegerField()
+    campaign = serializers.CharField()
+    judge_config = serializers.CharField()
+    metric = serializers.CharField()
+    bar = serializers.FloatField()
+    claims = serializers.IntegerField()
+    created_at = serializers.CharField()
+    findings = serializers.ListField(child=serializers.CharField())
+
+
+class VerdictEnvelope(serializers.Serializer):
+    verdict = VerdictOutput(allow_null=True)
+
+
+class ProbeCreated(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.IntegerField()
+    spec_hash = serializers.CharField()
+
+
+class EstimateQuery(serializers.Serializer):
+    judge_config = id_field(help_text="a runnable judge config's id")
+    probes = serializers.CharField(required=False, max_length=2000, help_text="comma-separated; none: every probe")
+    bar = serializers.FloatField(min_value=0, max_value=0.99, default=DEFAULT_BAR)
+    alpha = serializers.FloatField(min_value=0.001, max_value=0.5, default=DEFAULT_ALPHA)
+    correction = serializers.ChoiceField(choices=list(CORRECTIONS), default="holm")
 
 
 class BiasBatteryInput(serializers.Serializer):
     judge_config = id_field(help_text="a runnable judge config's id")
     probes = serializers.ListField(
-        child=serializers.CharField(max_length=120), required=False, help_text="name or name@vN; none: every probe"
+        child=StrictCharField(max_length=120), required=False, help_text="name or name@vN; none: every probe"
     )
     bar = serializers.FloatField(min_value=0, max_value=0.99, default=DEFAULT_BAR)
     alpha = serializers.FloatField(min_value=0.001, max_value=0.5, default=DEFAULT_ALPHA)
@@ -78,7 +151,9 @@ class BiasBatteryInput(serializers.Serializer):
 class BiasBatteryApi(APIView):
     permission_classes = [IsEvalOwner]
 
-    @extend_schema(responses={200: BatteryOutput}, summary="A campaign's bias batteries, newest first, with findings")
+    @extend_schema(
+        responses={200: BatteriesOutput}, summary="A campaign's bias batteries, newest first, with findings; the probes"
+    )
     def get(self, request: Request, name: str) -> Response:
         campaign = campaign_for_owner(request.user, name)
         batteries = campaign_batteries(campaign).select_related("campaign")[:50]
@@ -99,19 +174,18 @@ class BiasEstimateApi(APIView):
     permission_classes = [IsEvalOwner]
 
     @extend_schema(
-        parameters=[OpenApiParameter("judge_config", int, required=True), OpenApiParameter("probes", str)],
-        responses={200: inline_serializer("BiasEstimateOutput", {"line": serializers.CharField()})},
+        parameters=[EstimateQuery],
+        responses={200: EstimateOutput},
         summary="What a bias battery would cost: calls, tokens, money and time (nothing is called)",
     )
     def get(self, request: Request, name: str) -> Response:
         campaign = campaign_for_owner(request.user, name)
-        query = {**request.query_params.dict()}
-        if "probes" in query:
-            query["probes"] = [p for p in query["probes"].split(",") if p]
-        data = BiasBatteryInput(data=query)
+        data = EstimateQuery(data=request.query_params)
         data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        values["probes"] = [p for p in values.pop("probes", "").split(",") if p]
         try:
-            plan = bias_params_plan(BiasBatteryParams(campaign=campaign.name, **data.validated_data))
+            plan = bias_params_plan(BiasBatteryParams(campaign=campaign.name, **values))
             estimate = bias_estimate(plan)
         except UserFacingError as error:
             return Response(_refusal(error), status=status.HTTP_400_BAD_REQUEST)
@@ -122,18 +196,23 @@ class BiasProbeInput(serializers.Serializer):
     name = serializers.SlugField(max_length=100)
     kind = serializers.ChoiceField(choices=list(OWNER_KINDS))
     field = serializers.ChoiceField(choices=list(FIELDS))
-    text = serializers.CharField(max_length=5000)
-    describes = serializers.CharField(max_length=300)
+    text = StrictCharField(max_length=5000)
+    describes = StrictCharField(max_length=300)
 
 
 class BiasProbeApi(APIView):
     permission_classes = [IsEvalOwner]
 
-    @extend_schema(responses={200: None}, summary="The probes a battery can run (built-in and the owners')")
+    @extend_schema(
+        responses={200: inline_serializer("BiasProbesOutput", {"probes": ProbeOutput(many=True)})},
+        summary="The probes a battery can run (built-in and the owners')",
+    )
     def get(self, request: Request) -> Response:
         return Response({"probes": [probe_data(p) for p in available_probes()]})
 
-    @extend_schema(request=BiasProbeInput, responses={201: None}, summary="Add a probe (a new version if changed)")
+    @extend_schema(
+        request=BiasProbeInput, responses={201: ProbeCreated}, summary="Add a probe (a new version if its text changed)"
+    )
     def post(self, request: Request) -> Response:
         data = BiasProbeInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -150,8 +229,8 @@ class JudgeBiasVerdictApi(APIView):
     permission_classes = [IsEvalOwner]
 
     @extend_schema(
-        parameters=[OpenApiParameter("metric", str)],
-        responses={200: None},
+        parameters=[OpenApiParameter("metric", str, description="default faithfulness")],
+        responses={200: VerdictEnvelope},
         summary="The latest bias verdict on a judge config (what its certificate reads); null when none ran",
     )
     def get(self, request: Request, config_id: int) -> Response:
