@@ -193,7 +193,7 @@ class BiasEstimateApi(APIView):
 
 
 class BiasProbeInput(serializers.Serializer):
-    name = serializers.SlugField(max_length=100)
+    name = StrictCharField(max_length=100, help_text="letters, digits, - and _ (checked as every name is)")
     kind = serializers.ChoiceField(choices=list(OWNER_KINDS))
     field = serializers.ChoiceField(choices=list(FIELDS))
     text = StrictCharField(max_length=5000)
