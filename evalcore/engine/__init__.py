@@ -20,7 +20,19 @@ from .agreement import (
     kappa_interval,
     kappa_standard_error,
 )
+from .alt_test import ALT_TEST_SCORINGS, AltTestResult, AnnotatorComparison, alternative_annotator_test
 from .bootstrap import BootstrapResult, paired_bootstrap, percentile_positions
+from .certificates import (
+    CERTIFICATE_STATES,
+    INCONCLUSIVE,
+    TRUSTED,
+    UNTRUSTED,
+    CertificateBars,
+    JudgeCertificate,
+    certificate_state,
+    certify_intervals,
+    certify_judge,
+)
 from .planning import (
     LABEL_STATISTICS,
     JudgeAssumptions,
@@ -77,11 +89,17 @@ from .retrieval import (
 )
 from .spans import Chunk, ChunkMap, Span, map_spans_to_chunks
 from .stratified import StratifiedAgreement, stratified_agreement
+from .weighted_kappa import KAPPA_WEIGHTS, agreement_weights, weighted_kappa, weighted_kappa_interval
 
 __all__ = [
+    "ALT_TEST_SCORINGS",
+    "AltTestResult",
+    "AnnotatorComparison",
     "BLOCK",
     "BinaryAgreement",
     "BootstrapResult",
+    "CERTIFICATE_STATES",
+    "CertificateBars",
     "Chunk",
     "ChunkMap",
     "DEFAULT_MARGIN",
@@ -90,9 +108,12 @@ __all__ = [
     "GAINS",
     "GateDecision",
     "GateReport",
+    "INCONCLUSIVE",
     "Interval",
     "KAPPA_UNDEFINED_REASON",
     "JudgeAssumptions",
+    "JudgeCertificate",
+    "KAPPA_WEIGHTS",
     "KappaEstimate",
     "LABEL_STATISTICS",
     "LabelPlan",
@@ -108,12 +129,19 @@ __all__ = [
     "RetrievalSummary",
     "STATUSES",
     "SUPPORTED",
+    "TRUSTED",
     "Span",
     "StratifiedAgreement",
     "stratified_agreement",
     "UNSUPPORTED",
+    "UNTRUSTED",
     "UndefinedMetricWarning",
+    "agreement_weights",
+    "alternative_annotator_test",
     "binary_agreement",
+    "certificate_state",
+    "certify_intervals",
+    "certify_judge",
     "cohen_kappa",
     "decide",
     "detectable_difference",
@@ -145,5 +173,7 @@ __all__ = [
     "score_retrieval",
     "settle_review",
     "summarize_retrieval",
+    "weighted_kappa",
+    "weighted_kappa_interval",
     "z_score",
 ]

@@ -13,6 +13,10 @@ randomization p-values of nested, discrete cells do not guarantee; Benjamini–H
 the false discovery rate, not the chance of one false "block"; a Westfall–Young max-T procedure
 would exploit the correlation between cells but needs one joint resampling of every metric, which
 the gate's per-cell exact tests do not share.
+
+The alternative annotator test (:mod:`.alt_test`) corrects its one test per annotator with
+Benjamini–Yekutieli instead, as its authors do: its question is the share of annotators the judge
+beats, a false discovery rate, under whatever dependence annotators' shared items bring.
 """
 
 from __future__ import annotations
@@ -88,3 +92,49 @@ def adjust(p_values: Sequence[float] | np.ndarray, *, correction: str = "holm") 
     if check_correction(correction) == "none":
         return np.asarray(p_values, dtype=float).copy()
     return holm(p_values)
+
+
+def benjamini_yekutieli(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Return Benjamini-Yekutieli adjusted p-values, in the order given: false discovery rate under any dependence.
+
+    A hypothesis is rejected at false discovery rate ``q`` when its adjusted p-value is at most
+    ``q``, which is the step-up rule "reject the ``k`` smallest, ``k`` the largest ``i`` with
+    ``p_(i) <= i q / (m c(m))``", ``c(m) = 1 + 1/2 + ... + 1/m``. NaN entries are left out of the
+    family and stay NaN (as in :func:`holm`).
+
+    Parameters
+    ----------
+    p_values : sequence of float
+        Raw p-values in [0, 1], NaN for no test.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``min_{j >= i} min(1, m c(m) p_(j) / j)`` for the i-th smallest p-value; the same as
+        statsmodels' ``multipletests(method="fdr_by")``.
+
+    References
+    ----------
+    Benjamini, Y. and Yekutieli, D. (2001). The control of the false discovery rate in multiple
+    testing under dependency. Annals of Statistics 29(4), 1165-1188.
+
+    Examples
+    --------
+    >>> benjamini_yekutieli([0.01, 0.04, 0.03, 0.005]).round(4).tolist()
+    [0.0417, 0.0833, 0.0833, 0.0417]
+    """
+    p = np.asarray(p_values, dtype=float)
+    if p.ndim != 1:
+        raise ValueError(f"p_values must be one-dimensional, got shape {p.shape}")
+    tested = np.flatnonzero(~np.isnan(p))
+    if np.any((p[tested] < 0) | (p[tested] > 1)):
+        raise ValueError("p_values must lie in [0, 1] (or be NaN for a test that was not run)")
+    adjusted = np.full(p.shape, np.nan)
+    m = tested.size
+    if m == 0:
+        return adjusted
+    order = tested[np.argsort(p[tested], kind="stable")]
+    harmonic = float(np.sum(1.0 / np.arange(1, m + 1)))
+    steps = np.minimum(1.0, m * harmonic * p[order] / np.arange(1, m + 1))
+    adjusted[order] = np.minimum.accumulate(steps[::-1])[::-1]
+    return adjusted

@@ -38,7 +38,15 @@ from .selectors import (
     own_labels,
     remeasurement_opened,
 )
-from .services.assignment import AlreadyAnswered, LabellingError, LeaseExpired, next_item, skip_item, submit_label
+from .services.assignment import (
+    AlreadyAnswered,
+    LabellingError,
+    LeaseExpired,
+    current_guideline_version,
+    next_item,
+    skip_item,
+    submit_label,
+)
 from .services.campaigns import plan_assumptions, plan_campaign
 from .services.judge_report import judge_report
 from .services.label_sources import LABEL_FORMATS, MATCHES
@@ -51,6 +59,11 @@ class ChunkOutput(serializers.Serializer):
     text = serializers.CharField()
 
 
+class AnswerChoiceOutput(serializers.Serializer):
+    value = serializers.CharField()
+    word = serializers.CharField()
+
+
 class BlindItemOutput(serializers.Serializer):
     item_id = serializers.IntegerField()
     question = serializers.CharField()
@@ -60,6 +73,11 @@ class BlindItemOutput(serializers.Serializer):
     claim_number = serializers.IntegerField(allow_null=True)
     lease_expires_at = serializers.DateTimeField()
     question_asked = serializers.CharField()
+    choices = AnswerChoiceOutput(many=True, help_text="The answers the campaign takes (send the value).")
+    reference = serializers.CharField(
+        required=False, help_text="The question's reference answer: only on campaigns validating correctness."
+    )
+    guideline_version = serializers.IntegerField(help_text="The guideline version the label is given under.")
 
 
 class ShareOutput(serializers.Serializer):
@@ -139,17 +157,28 @@ class NextItemApi(APIView):
         served = next_item(campaign=campaign, user=request.user)
         if served is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        view = blind_item(served.item)  # next_item loads the item's row and question
+        view = blind_item(served.item, shows=campaign.shows)  # next_item loads the item's row and question
         view.pop("answer_html", None)
         view.pop("claim_count", None)
+        if view.pop("shows") != Campaign.Shows.REFERENCE:
+            view.pop("reference")
         return Response(
-            {**view, "lease_expires_at": served.lease.expires_at, "question_asked": campaign.judge_question}
+            {
+                **view,
+                "lease_expires_at": served.lease.expires_at,
+                "question_asked": campaign.judge_question,
+                "choices": [{"value": c["value"], "word": c["word"]} for c in campaign.choices],
+                "guideline_version": current_guideline_version(campaign),
+            }
         )
 
 
 class LabelInput(serializers.Serializer):
     item_id = id_field()
-    value = serializers.ChoiceField(choices=Label.Value.values)
+    value = StrictCharField(
+        max_length=12,
+        help_text="supported, unsupported or cant_tell; on an ordinal campaign a score of its scale, or cant_tell.",
+    )
     rationale = StrictCharField(required=False, allow_blank=True, default="", max_length=5000)
 
 

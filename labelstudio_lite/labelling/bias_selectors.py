@@ -1,5 +1,5 @@
-"""Reads of the bias batteries: the latest verdict on a judge config (what the judge certificate reads), a
-campaign's batteries, one battery."""
+"""Reads of the bias batteries: the latest verdict on a judge config, the judge's certificate as gating reads it
+(the bias part wired in), a campaign's batteries, one battery."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from evalcore.models import JudgeConfig
 from evalcore.selectors import NotFound
 
-from .models import BiasBattery, Campaign
+from .models import BiasBattery, Campaign, Certificate
 
 
 @dataclass(frozen=True)
@@ -92,3 +92,47 @@ def campaign_battery(campaign: Campaign, pk: Any) -> BiasBattery:
     if battery is None:
         raise NotFound(f"campaign {campaign.name} has no bias battery {pk!r}", field="battery")
     return battery
+
+
+@dataclass(frozen=True)
+class GatingCertificate:
+    """A judge's certificate on a metric as gating reads it: the newest certificate's state, made ``untrusted`` by a
+    bias battery that blocks (certificates are append-only: the bias part is combined when read, never written in).
+
+    ``reasons`` are the certificate's own, then one per blocking probe ("bias: flips 12 % of unsupported claims to
+    supported when the answer ends with an expert's assurance, CI 7–18 % ...").
+    """
+
+    state: str
+    certificate: Certificate | None
+    bias: BiasVerdict | None
+    reasons: tuple[str, ...]
+
+    @property
+    def trusted(self) -> bool:
+        return self.state == Certificate.State.TRUSTED
+
+
+def certificate_for_gating(judge_config: JudgeConfig, metric: str = "faithfulness") -> GatingCertificate | None:
+    """The newest whole-campaign certificate of ``judge_config`` on ``metric`` with its bias part; None if neither exists.
+
+    With no certificate but a battery, the state is ``inconclusive`` (people have not measured the judge) unless the
+    battery blocks, which makes it ``untrusted`` whatever people's labels say.
+    """
+    certificate = (
+        Certificate.objects.filter(config_hash=judge_config.config_hash, metric=metric, slice="")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    bias = latest_bias_verdict(judge_config, metric)
+    if certificate is None and bias is None:
+        return None
+    if certificate is not None:
+        state, reasons = certificate.state, [str(r) for r in certificate.reasons or []]
+    else:
+        state = Certificate.State.INCONCLUSIVE
+        reasons = [f"no certificate on {metric} yet: people have not measured this judge"]
+    if bias is not None and bias.blocks_gating:
+        state = Certificate.State.UNTRUSTED
+        reasons += [f"bias: {words}" for words in bias.findings]
+    return GatingCertificate(state=str(state), certificate=certificate, bias=bias, reasons=tuple(reasons))

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from evalcore.forms import json_object_field, valid_name
 from evalcore.models import JudgeConfig, Run
 
-from .models import Campaign, Label
+from .models import Campaign
 from .services.exports import DISAGREEMENT_FORMATS
 from .services.label_sources import LABEL_FORMATS
 
@@ -101,14 +101,14 @@ class HoldingForm(forms.Form):
 
 class AnswerForm(HoldingForm):
     item_id = forms.IntegerField(min_value=1, max_value=2**63 - 1)
-    value = forms.ChoiceField(choices=Label.Value.choices + [("skip", "Skip")])
+    value = forms.CharField(max_length=12, help_text="supported, unsupported, cant_tell, skip; or a score.")
     rationale = forms.CharField(required=False, max_length=5000)
     key = forms.CharField(required=False, max_length=64, help_text="The answer's idempotency key.")
     seconds = forms.FloatField(required=False, min_value=0, help_text="How long the item was on screen.")
 
 
 class ChangeLabelForm(forms.Form):
-    value = forms.ChoiceField(choices=Label.Value.choices)
+    value = forms.CharField(max_length=12, help_text="supported, unsupported, cant_tell; or a score.")
     rationale = forms.CharField(required=False, max_length=5000)
 
 

@@ -12,6 +12,7 @@ Invariants the database enforces (so no code path can break them):
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
@@ -35,9 +36,26 @@ class Authored(models.Model):
 
 
 class Campaign(Authored):
+    """A sample of a run's answers (or claims) that people label for one named judge metric.
+
+    The label set is binary (pass / fail in the metric's words, plus can't tell) or an ordinal
+    scale (``scale_min``..``scale_max``) whose scores at or below ``fail_at`` are the failure class.
+    A label's ``value`` is always its class (``supported`` = pass, ``unsupported`` = failure), so
+    every binary statistic holds for both; ordinal labels keep their ``score`` too.
+    """
+
     class Unit(models.TextChoices):
         ANSWER = "answer", "Whole answers"
         CLAIM = "claim", "Single claims"
+
+    class Scale(models.TextChoices):
+        BINARY = "binary", "Pass / fail"
+        ORDINAL = "ordinal", "Ordinal scale"
+
+    class Shows(models.TextChoices):
+        CONTEXT = "context", "The context the model saw"
+        QUESTION = "question", "The question"
+        REFERENCE = "reference", "The question's reference answer"
 
     DEFAULT_QUESTIONS = {
         Unit.ANSWER: "Is the answer supported by the context?",
@@ -47,6 +65,25 @@ class Campaign(Authored):
     name = models.SlugField(max_length=100, unique=True)
     run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="campaigns")
     unit = models.CharField(max_length=10, choices=Unit.choices)
+    metric = models.CharField(
+        max_length=100, default="faithfulness", help_text="The judge metric of the run these labels validate."
+    )
+    shows = models.CharField(
+        max_length=10, choices=Shows.choices, default=Shows.CONTEXT, help_text="What the metric needs on the page."
+    )
+    scale = models.CharField(max_length=10, choices=Scale.choices, default=Scale.BINARY)
+    pass_word = models.CharField(max_length=40, default="Supported")
+    fail_word = models.CharField(max_length=40, default="Unsupported")
+    scale_min = models.SmallIntegerField(null=True, blank=True)
+    scale_max = models.SmallIntegerField(null=True, blank=True)
+    fail_at = models.FloatField(
+        null=True, blank=True, help_text="Ordinal: scores at or below this are the failure class."
+    )
+    judge_pass_at = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Binary campaigns on a judge score: the judge passes an answer whose score is at least this.",
+    )
     judge_question = models.TextField(help_text="The question the judge answers, shown verbatim to annotators.")
     guidance = models.TextField(blank=True, help_text="Extra guidance from the eval owner.")
     size = models.PositiveIntegerField(help_text="Items sampled.")
@@ -81,15 +118,118 @@ class Campaign(Authored):
                 name="campaign_heldout_fraction_range",
             ),
             models.CheckConstraint(condition=models.Q(unit__in=["answer", "claim"]), name="campaign_unit_valid"),
+            models.CheckConstraint(
+                condition=models.Q(scale="binary", scale_min__isnull=True, scale_max__isnull=True, fail_at__isnull=True)
+                | models.Q(
+                    scale="ordinal",
+                    scale_min__isnull=False,
+                    scale_max__gt=models.F("scale_min"),
+                    fail_at__gte=models.F("scale_min"),
+                    fail_at__lt=models.F("scale_max"),
+                ),
+                name="campaign_label_set_valid",
+            ),
+            models.CheckConstraint(condition=~models.Q(metric=""), name="campaign_metric_named"),
         ]
 
     def __str__(self) -> str:
         return self.name
 
     @property
+    def ordinal(self) -> bool:
+        return self.scale == self.Scale.ORDINAL
+
+    @property
+    def scale_points(self) -> list[int]:
+        """The ordinal scale's points, lowest first (empty for a binary campaign)."""
+        return list(range(self.scale_min, self.scale_max + 1)) if self.ordinal else []
+
+    @property
+    def choices(self) -> list[dict[str, str]]:
+        """The answers the labelling page offers, each with its key and words (can't tell last)."""
+        if self.ordinal:
+            points = [
+                {"value": str(p), "key": str(p), "word": f"{p}", "css": "unsupported" if self.fails(p) else "supported"}
+                for p in self.scale_points
+            ]
+        else:
+            points = [
+                {"value": "supported", "key": "S", "word": self.pass_word, "css": "supported"},
+                {"value": "unsupported", "key": "U", "word": self.fail_word, "css": "unsupported"},
+            ]
+        return [*points, {"value": "cant_tell", "key": "C", "word": "Can't tell", "css": ""}]
+
+    def answer_word(self, answer: str) -> str:
+        """An answer (a label's value or score) in the campaign's words: "relevant", "4 of 1–5", "can't tell"."""
+        if answer == Label.Value.CANT_TELL:
+            return "can't tell"
+        if self.ordinal:
+            return f"{answer} on {self.scale_min}–{self.scale_max}"
+        return (self.pass_word if answer == Label.Value.SUPPORTED else self.fail_word).lower()
+
+    @property
+    def scale_words(self) -> str:
+        """The label set in words, for pages and reports."""
+        if self.ordinal:
+            return f"scores {self.scale_min}–{self.scale_max}; {self.scale_min}–{self.fail_at:g} is the failure class"
+        return f"{self.pass_word} / {self.fail_word}"
+
+    def fails(self, score: float) -> bool:
+        """Whether a score on the campaign's scale is in the failure class."""
+        return score <= self.fail_at
+
+    def definition(self) -> dict[str, Any]:
+        """What the metric means here: changing any of it makes a certificate on it stale."""
+        return {
+            "metric": self.metric,
+            "unit": self.unit,
+            "scale": self.scale,
+            "scale_min": self.scale_min,
+            "scale_max": self.scale_max,
+            "fail_at": self.fail_at,
+            "judge_pass_at": self.judge_pass_at,
+            "question": self.judge_question,
+        }
+
+    @cached_property
+    def guideline(self) -> Guideline | None:
+        """The guideline annotators are shown now (the newest version; read once per loaded campaign)."""
+        return self.guidelines.order_by("-version").first()
+
+    @property
     def lease_length(self) -> int:
         """Seconds an item is held without activity: the campaign's own, else ``LABEL_LEASE_SECONDS`` as set now."""
         return self.lease_seconds or settings.LABEL_LEASE_SECONDS
+
+
+class GuidelineQuerySet(models.QuerySet):
+    def update(self, **kwargs: Any) -> int:
+        raise ValueError("A guideline version is frozen: write a new version instead.")
+
+
+class Guideline(Authored):
+    """One version of the guideline annotators see; frozen once written (a change is a new version)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="guidelines")
+    version = models.PositiveIntegerField()
+    text = models.TextField(blank=True)
+
+    objects = GuidelineQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["campaign", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "version"], name="guideline_version_unique"),
+            models.CheckConstraint(condition=models.Q(version__gte=1), name="guideline_version_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.campaign.name} guideline v{self.version}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ValueError("A guideline version is frozen: write a new version instead.")
+        super().save(*args, **kwargs)
 
 
 class CampaignAnnotator(models.Model):
@@ -153,7 +293,10 @@ class Item(models.Model):
     )
     split = models.CharField(max_length=10, choices=Split.choices)
     stratum = models.CharField(max_length=200, help_text="Question type and judge verdict the item was sampled from.")
-    judge_supported = models.BooleanField(help_text="The judge's verdict. Never sent to annotators.")
+    judge_supported = models.BooleanField(help_text="The judge's verdict (pass). Never sent to annotators.")
+    judge_score = models.FloatField(
+        null=True, blank=True, help_text="Ordinal campaigns: the judge's score on the scale. Never sent to annotators."
+    )
     sampling_weight = models.FloatField(default=1.0, help_text="Stratum population over stratum sample size.")
     position = models.PositiveIntegerField(help_text="Order in which items are handed out.")
     overlap = models.PositiveSmallIntegerField(help_text="Copy of the campaign's overlap, for the constraint.")
@@ -255,6 +398,8 @@ class Label(models.Model):
         max_length=150, blank=True, help_text="An annotator who is not a user (imported labels)."
     )
     value = models.CharField(max_length=12, choices=Value.choices)
+    score = models.SmallIntegerField(null=True, blank=True, help_text="Ordinal campaigns: the score given.")
+    guideline_version = models.PositiveIntegerField(default=1, help_text="The guideline version it was given under.")
     rationale = models.TextField(blank=True)
     seconds = models.FloatField(null=True, blank=True, help_text="Time from the item being shown to the label.")
     source = models.CharField(
@@ -305,6 +450,11 @@ class Label(models.Model):
         return self.annotator.username if self.annotator_id else f"{self.external_annotator} (external)"
 
     @property
+    def answer(self) -> str:
+        """The answer as the page sends it: the score on an ordinal campaign, else the value."""
+        return str(self.score) if self.score is not None else self.value
+
+    @property
     def counts(self) -> bool:
         """Can't-tell answers are recorded but are not labels."""
         return self.value != self.Value.CANT_TELL
@@ -315,6 +465,7 @@ class Adjudication(models.Model):
 
     item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="adjudication")
     value = models.CharField(max_length=12, choices=[("supported", "Supported"), ("unsupported", "Unsupported")])
+    score = models.SmallIntegerField(null=True, blank=True, help_text="Ordinal campaigns: the final score.")
     note = models.TextField(blank=True)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     decided_at = models.DateTimeField(default=timezone.now)
@@ -389,78 +540,79 @@ class RemeasurementView(models.Model):
     viewed_at = models.DateTimeField(default=timezone.now)
 
 
-class BiasProbe(Authored):
-    """An owner's own bias probe, pinned: a changed text is a new version (the database refuses updates).
+class CertificateQuerySet(models.QuerySet):
+    def update(self, **kwargs: Any) -> int:
+        raise ValueError("A judge certificate is never rewritten: a newer measurement supersedes it.")
 
-    The built-in probes live in code (:data:`evalcore.judging.probes.BUILT_IN`); these are the owners'.
+    def delete(self) -> tuple[int, dict[str, int]]:
+        raise ValueError("A judge certificate is never deleted: a newer measurement supersedes it.")
+
+
+class Certificate(models.Model):
+    """A judge config's certificate on one metric under one guideline version: append-only.
+
+    ``state`` is ``trusted`` when the interval bounds clear the bars, ``untrusted`` when a bound
+    shows the judge fails them, else ``inconclusive`` (with ``more_failure_labels``: about how many
+    more failure-class items would decide). ``slice`` is empty for the whole campaign, else the
+    question type it measures. The newest row per (config hash, metric, guideline version, slice)
+    is the current one; database triggers refuse every UPDATE and DELETE (migration 0009).
     """
 
-    name = models.SlugField(max_length=100)
-    version = models.PositiveIntegerField()
-    kind = models.CharField(max_length=20, help_text="append or prepend")
-    field = models.CharField(max_length=20, help_text="answer, claim, question or context")
-    text = models.TextField(help_text="What the probe adds, shown to the owner.")
-    describes = models.CharField(max_length=300, help_text="In a verdict's words: 'when the answer ...'.")
-    spec_hash = models.CharField(max_length=64)
+    class State(models.TextChoices):
+        TRUSTED = "trusted", "Trusted"
+        UNTRUSTED = "untrusted", "Untrusted"
+        INCONCLUSIVE = "inconclusive", "Inconclusive"
 
-    class Meta:
-        ordering = ["name", "-version"]
-        constraints = [
-            models.UniqueConstraint(fields=["name", "version"], name="bias_probe_version_unique"),
-            models.CheckConstraint(condition=models.Q(kind__in=["append", "prepend"]), name="bias_probe_kind_valid"),
-            models.CheckConstraint(
-                condition=models.Q(field__in=["answer", "claim", "question", "context"]), name="bias_probe_field_valid"
-            ),
-            models.CheckConstraint(condition=models.Q(version__gte=1), name="bias_probe_version_positive"),
-        ]
+    judge_config = models.ForeignKey("evalcore.JudgeConfig", on_delete=models.PROTECT, related_name="certificates")
+    config_hash = models.CharField(max_length=64)
+    model = models.CharField(max_length=200, help_text="The judge's model as pinned (for staleness in words).")
+    prompt_hash = models.CharField(max_length=64)
+    metric = models.CharField(max_length=100)
+    guideline_version = models.PositiveIntegerField()
+    definition = models.JSONField(help_text="The metric as the campaign defined it (scale, threshold, question).")
+    definition_hash = models.CharField(max_length=64)
+    campaign = models.CharField(max_length=100, help_text="The campaign measured (kept if it is deleted).")
+    source = models.CharField(max_length=40, help_text="judge report, or held-out re-measurement")
+    slice = models.CharField(max_length=200, blank=True, default="")
+    state = models.CharField(max_length=12, choices=State.choices)
+    kappa = models.FloatField(null=True, blank=True)
+    kappa_low = models.FloatField(null=True, blank=True)
+    kappa_high = models.FloatField(null=True, blank=True)
+    miss_rate = models.FloatField(null=True, blank=True)
+    miss_low = models.FloatField(null=True, blank=True)
+    miss_high = models.FloatField(null=True, blank=True)
+    items = models.PositiveIntegerField()
+    failure_items = models.PositiveIntegerField()
+    more_failure_labels = models.PositiveIntegerField(null=True, blank=True)
+    reasons = models.JSONField(default=list)
+    bars = models.JSONField(default=dict)
+    fingerprint = models.CharField(max_length=64, help_text="Hash of what was measured: the same twice is one row.")
+    measured_at = models.DateTimeField(null=True, blank=True, help_text="The newest label or verdict it rests on.")
+    created_at = models.DateTimeField(default=timezone.now)
 
-    def __str__(self) -> str:
-        return f"{self.name}@v{self.version}"
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise ValueError("bias probes are kept: a battery that ran one must stay readable")
-
-
-class BiasBattery(Authored):
-    """One battery of bias probes run on a campaign's tuning items with one judge config: its findings, frozen.
-
-    Never rewritten (a database trigger refuses updates; the model refuses deletes): running it again
-    with the same inputs finds this row, and a changed battery (other probes, bar or judge) is a new row.
-    """
-
-    campaign = models.ForeignKey(Campaign, on_delete=models.PROTECT, related_name="bias_batteries")
-    judge_config = models.ForeignKey("evalcore.JudgeConfig", on_delete=models.PROTECT, related_name="bias_batteries")
-    metric = models.CharField(max_length=100, default="faithfulness")
-    probes = models.JSONField(help_text="The probe specs run, as pinned (the placebo included).")
-    bar = models.FloatField(help_text="A probe blocks when its flip rate beyond the placebo is significant and above.")
-    alpha = models.FloatField(default=0.05)
-    correction = models.CharField(max_length=10, default="holm")
-    confidence = models.FloatField(default=0.95)
-    items = models.PositiveIntegerField(help_text="Tuning items probed (the clusters).")
-    claims = models.PositiveIntegerField(help_text="Claims judged under every probe.")
-    findings = models.JSONField(help_text="Per probe and direction: flips, interval, p-values, decision.")
-    blocks_gating = models.BooleanField()
-    verdict = models.TextField(help_text="The battery's verdict in words.")
-    totals = models.JSONField(default=dict, blank=True, help_text="Calls, cache hits, tokens and cost.")
-    source_hash = models.CharField(max_length=64, unique=True, help_text="Campaign, judge, probes and options.")
+    objects = CertificateQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(bar__gte=0) & models.Q(bar__lt=1), name="bias_battery_bar_range"),
+            models.UniqueConstraint(fields=["fingerprint"], name="certificate_fingerprint_unique"),
             models.CheckConstraint(
-                condition=models.Q(alpha__gt=0) & models.Q(alpha__lt=1), name="bias_battery_alpha_range"
+                condition=models.Q(state__in=["trusted", "untrusted", "inconclusive"]), name="certificate_state_valid"
             ),
-            models.CheckConstraint(condition=models.Q(correction__in=["holm", "none"]), name="bias_battery_correction"),
         ]
+        indexes = [models.Index(fields=["config_hash", "metric", "slice"], name="certificate_key_idx")]
 
     def __str__(self) -> str:
-        return f"bias battery #{self.pk} on {self.campaign.name} ({'blocks' if self.blocks_gating else 'clear'})"
+        where = f" · {self.slice}" if self.slice else ""
+        return f"{self.config_hash[:8]} · {self.metric}{where} · guideline v{self.guideline_version}: {self.state}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self._state.adding:
-            raise ValueError("a bias battery's findings are frozen: run the battery again for new ones")
+            raise ValueError("A judge certificate is never rewritten: a newer measurement supersedes it.")
         super().save(*args, **kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise ValueError("a bias battery's findings are kept: they are part of the judge's record")
+        raise ValueError("A judge certificate is never deleted: a newer measurement supersedes it.")
+
+
+from .bias_models import BiasBattery, BiasProbe  # noqa: E402, F401  (the bias battery's tables, in this app)

@@ -41,14 +41,22 @@ RECENT_LABELS = 20
 # ----------------------------------------------------------------------------------------------
 
 
-def blind_item(item: Item) -> dict[str, Any]:
+def blind_item(item: Item, *, shows: str | None = None) -> dict[str, Any]:
     """Return exactly what an annotator may see of an item, and nothing else.
+
+    ``shows`` (the campaign's, by default) is what the metric needs: the context for faithfulness,
+    the question alone for relevance, the question's reference answer for correctness.
 
     An allowlist on purpose: the judge's verdicts and rationales, scores, retrieved ids beyond the
     context, metadata and other annotators' labels never leave this function.
     """
     row = item.row
-    chunks = [{"n": i + 1, "id": c["id"], "text": c["text"]} for i, c in enumerate(row.context_chunks)]
+    shows = shows or item.campaign.shows
+    chunks = (
+        [{"n": i + 1, "id": c["id"], "text": c["text"]} for i, c in enumerate(row.context_chunks)]
+        if shows == Campaign.Shows.CONTEXT
+        else []
+    )
     claim_text = None
     if item.claim_index is not None:
         claims = row.claims or []
@@ -63,6 +71,9 @@ def blind_item(item: Item) -> dict[str, Any]:
         "claim": claim_text,
         "claim_number": None if item.claim_index is None else item.claim_index + 1,
         "claim_count": len(row.claims or []) if item.claim_index is not None else None,
+        "shows": shows,
+        # what correctness is judged against; shown only on campaigns that validate it
+        "reference": row.question.reference_answer if shows == Campaign.Shows.REFERENCE else None,
     }
 
 
@@ -257,7 +268,9 @@ def disagreements(campaign: Campaign) -> list[Disagreement]:
         to_attr="counted",
     )
     return [
-        Disagreement(item=item, view=blind_item(item), labels=item.counted, final=finals.get(item.pk))
+        Disagreement(
+            item=item, view=blind_item(item, shows=campaign.shows), labels=item.counted, final=finals.get(item.pk)
+        )
         for item in disagreement_items(campaign).prefetch_related(labels)
     ]
 

@@ -1,5 +1,5 @@
 // The labelling page's keys, clicks and page events, mapped to what label.js does (page.answer, ...).
-// Keys: S supported, U unsupported, C can't tell, K (or →) skip, Z (or Backspace) undo, B (or ←)
+// Keys: S supported (pass), U unsupported (fail), on an ordinal campaign the number keys of its scale, C can't tell, K (or →) skip, Z (or Backspace) undo, B (or ←)
 // your labels, ? the shortcut list; none while the focus is in a text field (Esc leaves it), none
 // repeated, none while another page labels the campaign. In the change view (Z): S, U, C change
 // the answer, Enter keeps it, Esc goes back. Any key, click, scroll or typing counts as activity
@@ -9,6 +9,14 @@
 
   const ANSWER_KEYS = { s: "supported", u: "unsupported", c: "cant_tell", k: "skip", ArrowRight: "skip" };
   const CHANGE_KEYS = { s: "supported", u: "unsupported", c: "cant_tell" };
+  // A number key answers with that score where the campaign's scale offers it (a button with that value).
+  function scoreKey(key) {
+    return /^[0-9]$/.test(key) && document.querySelector('#item-area button.choice[value="' + key + '"]') ? key : null;
+  }
+  function offered(key) {
+    const value = CHANGE_KEYS[key];
+    return value && document.querySelector('#item-area button.choice[value="' + value + '"]') ? value : null;
+  }
 
   window.labelKeys = function (page) {
     const typing = window.labelTools.typing;
@@ -29,15 +37,16 @@
         return;
       }
       if (key === "?") { event.preventDefault(); toggleHelp(); return; }
-      if (event.repeat) { if (ANSWER_KEYS[key]) event.preventDefault(); return; }
+      if (event.repeat) { if (ANSWER_KEYS[key] || scoreKey(key)) event.preventDefault(); return; }
       if (key === "z" || key === "Backspace") { event.preventDefault(); page.undo(); return; }
       if (page.mode() === "edit") {
-        if (CHANGE_KEYS[key]) { event.preventDefault(); page.change(CHANGE_KEYS[key]); }
+        if (offered(key) || scoreKey(key)) { event.preventDefault(); page.change(offered(key) || scoreKey(key)); }
         else if (key === "Enter") { event.preventDefault(); page.leaveEdit("Kept your earlier answer."); }
         else if (key === "Escape") { event.preventDefault(); page.leaveEdit(""); }
         return;
       }
-      if (ANSWER_KEYS[key]) { event.preventDefault(); page.answer(ANSWER_KEYS[key]); return; }
+      if (scoreKey(key)) { event.preventDefault(); page.answer(scoreKey(key)); return; }
+      if (ANSWER_KEYS[key] && (ANSWER_KEYS[key] === "skip" || offered(key))) { event.preventDefault(); page.answer(ANSWER_KEYS[key]); return; }
       if (key === "b" || key === "ArrowLeft") {
         const back = document.getElementById("back-link");
         if (back) { event.preventDefault(); back.click(); }

@@ -4,7 +4,16 @@
 (function () {
   "use strict";
 
-  const WORDS = { supported: "supported", unsupported: "unsupported", cant_tell: "can't tell", skip: "skipped" };
+  const BASE_WORDS = { supported: "supported", unsupported: "unsupported", cant_tell: "can't tell", skip: "skipped" };
+  // An answer in the campaign's words: its button's (relevant, 4, ...), else the base word.
+  const WORDS = new Proxy(BASE_WORDS, {
+    get: function (words, value) {
+      const button = typeof value === "string" && /^[a-z_0-9]+$/.test(value)
+        ? document.querySelector('button.choice[data-word][value="' + value + '"]') : null;
+      if (button && value !== "skip") return /^[0-9]+$/.test(value) ? "score " + value : button.dataset.word;
+      return words[value] || String(value);
+    },
+  });
 
   function plural(n, word) {
     return n + " " + word + (n === 1 ? "" : "s");

@@ -149,3 +149,40 @@ def test_the_command_prints_the_estimate_then_the_findings_and_exits_4_when_a_pr
     assert "[BLOCKS] authority to_supported: flips 100 %" in out.getvalue()
     with pytest.raises(CommandError, match="no bias probe"):
         call_command("judge_bias", small_probe_set.name, "--judge-config", "seeing-judge", "--probe", "nosuch")
+
+
+def test_a_blocking_battery_makes_a_trusted_certificate_untrusted_for_gating(seeing_judge, small_probe_set, fake_judge):
+    from labelstudio_lite.labelling.bias_selectors import certificate_for_gating
+    from labelstudio_lite.labelling.models import Certificate
+    from labelstudio_lite.labelling.services.bias_battery import bias_battery_run, bias_plan
+
+    assert certificate_for_gating(seeing_judge) is None
+    certificate = Certificate.objects.create(
+        judge_config=seeing_judge,
+        config_hash=seeing_judge.config_hash,
+        model=seeing_judge.model,
+        prompt_hash=seeing_judge.prompt_hash,
+        metric="faithfulness",
+        guideline_version=1,
+        definition={},
+        definition_hash="d" * 64,
+        campaign=small_probe_set.name,
+        source="judge report",
+        state="trusted",
+        items=200,
+        failure_items=50,
+        reasons=[],
+        fingerprint="f" * 64,
+    )
+    assert certificate_for_gating(seeing_judge).trusted
+
+    bias_battery_run(bias_plan(campaign=small_probe_set, config=seeing_judge, probes=["verbosity"]))
+    cleared = certificate_for_gating(seeing_judge)
+    assert cleared.trusted and not cleared.bias.blocks_gating
+
+    fake_judge.fake.bias(AUTHORITY, 1.0)
+    bias_battery_run(bias_plan(campaign=small_probe_set, config=seeing_judge, probes=["authority"]))
+    gating = certificate_for_gating(seeing_judge)
+    assert gating.state == "untrusted" and gating.certificate == certificate
+    assert gating.reasons[0].startswith("bias: flips 100 % of unsupported claims to supported when the answer ends")
+    assert Certificate.objects.get(pk=certificate.pk).state == "trusted"  # the certificate itself never changes

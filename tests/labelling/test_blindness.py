@@ -202,7 +202,14 @@ def test_the_next_item_api_sends_only_the_allowlisted_fields(solo_campaign, anno
         "claim_number",
         "lease_expires_at",
         "question_asked",
+        "choices",
+        "guideline_version",
     }
+    assert served["choices"] == [
+        {"value": "supported", "word": "Supported"},
+        {"value": "unsupported", "word": "Unsupported"},
+        {"value": "cant_tell", "word": "Can't tell"},
+    ]
     assert all(set(chunk) == {"n", "id", "text"} for chunk in served["context"])
     qid = Item.objects.get(pk=served["item_id"]).row.question.qid
     assert [chunk["id"] for chunk in served["context"]] == [f"doc-{qid}-a", f"doc-{qid}-b"]
@@ -283,7 +290,10 @@ def test_the_page_of_an_item_the_judge_rejected_is_the_page_of_one_it_accepted(
             "claim",
             "claim_number",
             "claim_count",
+            "shows",
+            "reference",
         }
+        assert blind["reference"] is None  # a faithfulness campaign never shows the reference answer
 
     assert pages[0] == pages[1]
 

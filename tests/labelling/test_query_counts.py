@@ -20,12 +20,14 @@ from tests.factories import label_items
 from .pages import JSON, open_label_page, take_items
 
 # Measured after the labelling restructure; the numbers before it are in the comments (none grew).
-NEXT_ITEM_API = 10  # before the restructure: 10
-ANSWER_PAGE_JSON = 23  # as label.js sends it: save, renew the page's two held items, refill its queue to three
-ANSWER_PAGE_PLAIN = 20  # before the restructure: 22 (a submit no longer opens a savepoint)
-ANSWER_API = 11  # before the restructure: 13 (the same)
+NEXT_ITEM_API = 11  # +1: the guideline version shown; before the restructure: 10
+ANSWER_PAGE_JSON = 24  # +1: the guideline version the label records; as label.js sends it: save, renew the page's two held items, refill its queue to three
+ANSWER_PAGE_PLAIN = (
+    21  # +1: the guideline version the label records; before the restructure: 22 (a submit no longer opens a savepoint)
+)
+ANSWER_API = 12  # +1: the guideline version the label records; before the restructure: 13 (the same)
 LABEL_PAGE = 7  # the page itself claims nothing; it reads the latest label (what Z opens first)
-NEXT_ITEM_PAGE = 19  # the three items the loaded page asks for with a POST (three claims; one claim was 13)
+NEXT_ITEM_PAGE = 20  # +1: the guideline shown with the items; the three items the loaded page asks for with a POST (three claims; one claim was 13)
 JUDGE_REPORT_PAGE = 15  # 13, and two for the try-a-tuned-prompt form (the runnable configs, the tuning exports)
 JUDGE_REPORT_API = 11  # before the restructure: 12  (the same)
 

@@ -44,7 +44,7 @@ def _drop_triggers(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("evalcore", "0011_gate_decisions_carry_their_tests_and_family"),
-        ("labelling", "0007_leases_follow_the_setting_and_pages_claim_campaigns"),
+        ("labelling", "0009_certificates_are_append_only"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -81,6 +81,32 @@ def _check_value(value: str) -> None:
         raise LabellingError(f"a label is one of {', '.join(Label.Value.values)}, got {value!r}")
 
 
+def label_value(campaign: Campaign, value: Any) -> tuple[str, int | None]:
+    """The label's class and score for an answer: ``supported`` / ``unsupported`` / ``cant_tell`` on a binary
+    campaign; a score on the scale (or ``cant_tell``) on an ordinal one, its class set by the threshold."""
+    if not campaign.ordinal:
+        _check_value(value)
+        return value, None
+    if value == Label.Value.CANT_TELL:
+        return value, None
+    try:
+        score = int(str(value).strip())
+    except ValueError:
+        score = None
+    if score is None or score not in campaign.scale_points:
+        raise LabellingError(
+            f"a label on this campaign is a score from {campaign.scale_min} to {campaign.scale_max} or cant_tell, "
+            f"got {value!r}"
+        )
+    return (Label.Value.UNSUPPORTED if campaign.fails(score) else Label.Value.SUPPORTED), score
+
+
+def current_guideline_version(campaign: Campaign) -> int:
+    """The guideline version annotators are shown now (1 for a campaign that never got a new one)."""
+    guideline = campaign.guideline
+    return guideline.version if guideline else 1
+
+
 def _close(*, lease_id: int, item_id: int, status: str) -> bool:
     """Close an active lease and give its slot back; False if it was no longer active."""
     if not Lease.objects.filter(pk=lease_id).close(status=status):
@@ -303,7 +329,7 @@ def submit_label(
     (:class:`LeaseExpired`). ``seconds`` is the time the item was on screen, as the page measured
     it; by default the time since it was handed out.
     """
-    _check_value(value)
+    value, score = label_value(campaign, value)
     _require_member(campaign, user)
     rationale = (rationale or "").strip()[:5000]
     key = (key or "").strip()[:64]
@@ -314,11 +340,15 @@ def submit_label(
                 if (
                     key
                     and existing.idempotency_key == key
-                    and (existing.value, existing.rationale) != (value, rationale)
+                    and (existing.value, existing.score, existing.rationale) != (value, score, rationale)
                 ):
                     # the same answer, revised before the page heard back (undone and given again): latest wins
                     return change_label(
-                        campaign=campaign, user=user, label_id=existing.pk, value=value, rationale=rationale
+                        campaign=campaign,
+                        user=user,
+                        label_id=existing.pk,
+                        value=value if score is None else str(score),
+                        rationale=rationale,
                     )
                 return _repeat(existing, key)
             now = timezone.now()
@@ -349,6 +379,8 @@ def submit_label(
                 item_id=item_id,
                 annotator=user,
                 value=value,
+                score=score,
+                guideline_version=current_guideline_version(campaign),
                 rationale=rationale,
                 seconds=min(seconds, float(campaign.lease_length)),
                 source=source,
@@ -380,8 +412,8 @@ def skip_item(*, campaign: Campaign, user: Any, item_id: int) -> None:
 
 
 def change_label(*, campaign: Campaign, user: Any, label_id: int, value: str, rationale: str | None = None) -> Label:
-    """Change one of the annotator's own recent answers, keeping the overlap rule."""
-    _check_value(value)
+    """Change one of the annotator's own recent answers, keeping the overlap rule (under the guideline shown now)."""
+    value, score = label_value(campaign, value)
     _require_member(campaign, user)
     with transaction.atomic():
         label = Label.objects.select_for_update().filter(pk=label_id, item__campaign=campaign, annotator=user).first()
@@ -394,9 +426,10 @@ def change_label(*, campaign: Campaign, user: Any, label_id: int, value: str, ra
                 raise LabellingError("Enough people have labelled this item meanwhile; your can't-tell stays.")
         elif was_counted and not now_counted:
             item.give_back_labelled_slot()
-        label.value = value
+        label.value, label.score = value, score
+        label.guideline_version = current_guideline_version(campaign)
         if rationale is not None:
             label.rationale = rationale.strip()[:5000]
         label.updated_at = timezone.now()
-        label.save(update_fields=["value", "rationale", "updated_at"])
+        label.save(update_fields=["value", "score", "guideline_version", "rationale", "updated_at"])
     return label

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Iterable
@@ -25,8 +26,9 @@ from evalcore.services.planning import (
 from evalcore.services.problems import UserFacingError
 from evalcore.services.summaries import slice_name
 
-from ..models import Campaign, CampaignAnnotator, Item
+from ..models import Campaign, CampaignAnnotator, Guideline, Item
 from .assignment import release_leases_of
+from .label_sets import FAITHFULNESS, LabelSet, LabelSetError, label_set, on_scale
 
 MIN_RECOMMENDED = 200
 
@@ -41,6 +43,7 @@ class Candidate:
     claim_index: int | None
     qtype: str
     judge_supported: bool
+    judge_score: float | None = None
 
     @property
     def stratum(self) -> tuple[str, bool]:
@@ -61,8 +64,15 @@ def answer_verdict(claims: list[dict[str, Any]], scores: dict[str, Any]) -> bool
     return float(faithfulness) >= 1.0
 
 
-def population(run: Run, unit: str) -> list[Candidate]:
-    """Every labellable item of a run: answers with a judge verdict, or claims with one."""
+def population(run: Run, unit: str, labels: LabelSet | Campaign | None = None) -> list[Candidate]:
+    """Every labellable item of a run for the metric ``labels`` validates (faithfulness by default).
+
+    Faithfulness on a binary label set: answers with a judge verdict, or claims with one. Any other
+    metric (or an ordinal scale): answers whose row carries the judge's score on the metric (see
+    :mod:`.label_sets` for how the judge's score becomes its verdict and its point on the scale).
+    """
+    if labels is not None and (labels.metric != FAITHFULNESS or labels.scale == Campaign.Scale.ORDINAL):
+        return _scored_population(run, unit, labels)
     out: list[Candidate] = []
     rows = (
         Row.objects.filter(run=run, declined=False)
@@ -79,6 +89,28 @@ def population(run: Run, unit: str) -> list[Candidate]:
                 if isinstance(claim.get("supported"), bool):
                     out.append(Candidate(pk, index, slice_name(qtype), claim["supported"]))
     return out
+
+
+def _scored_population(run: Run, unit: str, labels: LabelSet | Campaign) -> list[Candidate]:
+    if unit != Campaign.Unit.ANSWER:
+        raise CampaignError(f"{labels.metric} is scored on whole answers: use unit 'answer'")
+    found = []
+    rows = Row.objects.filter(run=run, declined=False).values_list("pk", "question__qtype", "scores").order_by("pk")
+    for pk, qtype, scores in rows.iterator(chunk_size=5000):
+        value = (scores or {}).get(labels.metric)
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            found.append((pk, slice_name(qtype), float(value)))
+    if not found or labels.scale == Campaign.Scale.BINARY:
+        pass_at = 0.5 if labels.judge_pass_at is None else labels.judge_pass_at
+        return [Candidate(pk, None, qtype, value >= pass_at) for pk, qtype, value in found]
+    try:
+        points = on_scale([v for _, _, v in found], low=labels.scale_min, high=labels.scale_max)
+    except LabelSetError as error:
+        raise CampaignError(f"run {run.name!r}, {labels.metric}: {error}") from None
+    return [
+        Candidate(pk, None, qtype, not point <= labels.fail_at, float(point))
+        for (pk, qtype, _), point in zip(found, points, strict=True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -172,6 +204,7 @@ def _create_items(campaign: Campaign, chosen: list[tuple[Candidate, str, float]]
                 split=split,
                 stratum=stratum_label(candidate.stratum),
                 judge_supported=candidate.judge_supported,
+                judge_score=candidate.judge_score,
                 sampling_weight=weight,
                 position=order[i],
                 overlap=campaign.overlap,
@@ -222,6 +255,7 @@ def plan_campaign(
     miss_rate: float | None = None,
     false_fail_rate: float = DEFAULT_FALSE_FAIL_RATE,
     target: float = DEFAULT_TARGET,
+    labels: LabelSet | None = None,
 ) -> Plan:
     """Return the sample a campaign with these settings takes (the same seed gives the same items), and its plan.
 
@@ -236,13 +270,15 @@ def plan_campaign(
         raise CampaignError(f"size must be a positive number of items, got {size!r}")
     if not 0.0 <= heldout_fraction <= 1.0:
         raise CampaignError(f"the held-out fraction must be between 0 and 1, got {heldout_fraction}")
-    candidates = population(run, unit)
+    candidates = population(run, unit, labels)
     if not candidates:
         what = (
             "answers with judge verdicts (claims or a faithfulness score)"
             if unit == "answer"
             else "claims with judge verdicts"
         )
+        if labels is not None and (labels.metric != FAITHFULNESS or labels.scale == Campaign.Scale.ORDINAL):
+            what = f"answers with a judge score on {labels.metric}"
         raise CampaignError(f"run {run.name!r} has no {what} to label")
     chosen, strata = _stratified_sample(candidates, size=size, seed=seed, heldout_fraction=heldout_fraction)
     warnings = []
@@ -255,7 +291,7 @@ def plan_campaign(
     failures = sum(1 for c, _, _ in chosen if not c.judge_supported)
     if failures < 30:
         warnings.append(
-            f"only {failures} sampled items are ones the judge marked unsupported: the miss rate will rest on few items"
+            f"only {failures} sampled items are ones the judge failed: the miss rate will rest on few items"
         )
     assumed_miss, assumed_from = _assumed_miss_rate(run, miss_rate)
     precision = error = None
@@ -297,22 +333,32 @@ def campaign_create(
     annotators: Iterable[Any] = (),
     lease_seconds: int | None = None,
     user: Any = None,
+    labels: LabelSet | None = None,
 ) -> Campaign:
     """Create a campaign and its items in one transaction; the sample and splits never change.
 
+    ``labels`` is the metric validated and its label set (:func:`.label_sets.label_set`; faithfulness,
+    supported / unsupported, by default); ``guidance`` becomes the guideline's version 1.
     ``annotators`` are users or usernames; an unknown username is refused before anything is sampled.
     """
     _check_new_name(name)
     annotators = _users(annotators)
     if isinstance(overlap, bool) or not isinstance(overlap, int) or not 1 <= overlap <= 20:
         raise CampaignError(f"overlap is how many different annotators label each item (1 to 20), got {overlap!r}")
-    plan = plan_campaign(run=run, unit=unit, size=size, seed=seed, heldout_fraction=heldout_fraction)
+    labels = labels or label_set()
+    plan = plan_campaign(run=run, unit=unit, size=size, seed=seed, heldout_fraction=heldout_fraction, labels=labels)
+    default_question = (
+        Campaign.DEFAULT_QUESTIONS[unit]
+        if labels.metric == FAITHFULNESS and labels.scale == Campaign.Scale.BINARY
+        else labels.question
+    )
     with transaction.atomic():
         campaign = Campaign.objects.create(
             name=name,
             run=run,
             unit=unit,
-            judge_question=judge_question or Campaign.DEFAULT_QUESTIONS[unit],
+            **labels.fields(),
+            judge_question=judge_question or default_question,
             guidance=guidance,
             size=size,
             seed=seed,
@@ -322,9 +368,28 @@ def campaign_create(
             strata=plan.strata,
             created_by=user,
         )
+        Guideline.objects.create(campaign=campaign, version=1, text=guidance, created_by=user)
         _create_items(campaign, plan.chosen, order_seed=seed + 1)
         campaign_set_annotators(campaign=campaign, users=annotators)
     return campaign
+
+
+def campaign_new_guideline(*, campaign: Campaign, text: str, user: Any = None) -> Guideline:
+    """Write the guideline's next version: annotators see it from now on, and their labels record it.
+
+    Versions are frozen; a certificate measured under an older version reads stale.
+    """
+    text = (text or "").strip()
+    with transaction.atomic():
+        Campaign.objects.select_for_update().filter(pk=campaign.pk).first()
+        current = campaign.guideline
+        if current is not None and current.text == text:
+            raise CampaignError(f"the guideline is already this text (version {current.version}): nothing to change")
+        guideline = Guideline.objects.create(
+            campaign=campaign, version=(current.version + 1) if current else 1, text=text, created_by=user
+        )
+    campaign.__dict__["guideline"] = guideline
+    return guideline
 
 
 def _users(users: Iterable[Any]) -> list[Any]:
@@ -377,11 +442,11 @@ def campaign_fresh_heldout(*, campaign: Campaign, name: str, size: int, user: An
     """
     _check_new_name(name)
     used = set(
-        Item.objects.filter(campaign__run=campaign.run, campaign__unit=campaign.unit).values_list(
-            "row_id", "claim_index"
-        )
+        Item.objects.filter(
+            campaign__run=campaign.run, campaign__unit=campaign.unit, campaign__metric=campaign.metric
+        ).values_list("row_id", "claim_index")
     )
-    fresh = [c for c in population(campaign.run, campaign.unit) if (c.row_id, c.claim_index) not in used]
+    fresh = [c for c in population(campaign.run, campaign.unit, campaign) if (c.row_id, c.claim_index) not in used]
     if not fresh:
         raise CampaignError(
             f"every item of run {campaign.run.name!r} was already sampled: there is nothing fresh to hold out"
@@ -392,6 +457,15 @@ def campaign_fresh_heldout(*, campaign: Campaign, name: str, size: int, user: An
             name=name,
             run=campaign.run,
             unit=campaign.unit,
+            metric=campaign.metric,
+            shows=campaign.shows,
+            scale=campaign.scale,
+            pass_word=campaign.pass_word,
+            fail_word=campaign.fail_word,
+            scale_min=campaign.scale_min,
+            scale_max=campaign.scale_max,
+            fail_at=campaign.fail_at,
+            judge_pass_at=campaign.judge_pass_at,
             judge_question=campaign.judge_question,
             guidance=campaign.guidance,
             size=size,
@@ -405,6 +479,8 @@ def campaign_fresh_heldout(*, campaign: Campaign, name: str, size: int, user: An
             parent=campaign,
             created_by=user,
         )
+        guideline = campaign.guideline
+        Guideline.objects.create(campaign=new, version=1, text=guideline.text if guideline else "", created_by=user)
         _create_items(new, chosen, order_seed=campaign.seed + 1001)
         campaign_set_annotators(campaign=new, users=campaign.annotators.filter(is_active=True))
     return new

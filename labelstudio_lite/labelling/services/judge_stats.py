@@ -161,7 +161,7 @@ def stratum_population(campaign: Campaign) -> dict[str, tuple[int, bool]]:
     """Per stratum of the campaign's run: how many items it holds, and the judge's verdict on them."""
     if campaign.parent_id is not None:
         # a fresh held-out sample's strata count only the items no earlier campaign took; the run holds them all
-        counts = Counter(c.stratum for c in population(campaign.run, campaign.unit))
+        counts = Counter(c.stratum for c in population(campaign.run, campaign.unit, campaign))
         return {stratum_label(key): (n, key[1]) for key, n in counts.items()}
     return {s["stratum"]: (s["available"], s["judge_supported"]) for s in campaign.strata}
 

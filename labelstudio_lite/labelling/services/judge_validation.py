@@ -183,7 +183,7 @@ def run_corrected_pass_rate(config: JudgeConfig, run: Run) -> CorrectedPassRate 
     chosen = _chosen(list(measurements(config)))
     if chosen is None:
         return None
-    verdicts = [candidate.judge_supported for candidate in population(run, chosen.campaign.unit)]
+    verdicts = [candidate.judge_supported for candidate in population(run, chosen.campaign.unit, chosen.campaign)]
     if not verdicts:
         return None
     rate = corrected_pass_rate(chosen.campaign, chosen.pairs, run_passes=sum(verdicts), run_total=len(verdicts))

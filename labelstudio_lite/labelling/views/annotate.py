@@ -96,7 +96,9 @@ def _batch(
             "expires_in": max(0.0, round((served.lease.expires_at - now).total_seconds(), 1)),
         }
         if served.item.pk not in have:
-            entry["html"] = _item_html(request, campaign, blind_item(served.item), secrets.token_urlsafe(16))
+            entry["html"] = _item_html(
+                request, campaign, blind_item(served.item, shows=campaign.shows), secrets.token_urlsafe(16)
+            )
         items.append(entry)
     share = annotator_share(campaign=campaign, user=request.user)
     data: dict[str, Any] = {
@@ -122,7 +124,7 @@ def _full_page(request: HttpRequest, campaign: Campaign, *, notice: str = "", er
         "labelling/label.html",
         {
             "campaign": campaign,
-            "item": blind_item(served[0].item) if served else None,
+            "item": blind_item(served[0].item, shows=campaign.shows) if served else None,
             "key": secrets.token_urlsafe(16),
             "share": share,
             "notice": notice,
@@ -221,7 +223,7 @@ def _take_answer(request: HttpRequest, campaign: Campaign, form: AnswerForm) -> 
             "outcome": "other_tab",
             "item_id": item_id,
             "label_id": exc.label.pk,
-            "value": exc.label.value,
+            "value": exc.label.answer,
             "message": str(exc),
         }
     except LeaseExpired as exc:
@@ -232,8 +234,8 @@ def _take_answer(request: HttpRequest, campaign: Campaign, form: AnswerForm) -> 
         "outcome": "saved",
         "item_id": item_id,
         "label_id": label.pk,
-        "value": label.value,
-        "message": f"Saved: {label.get_value_display().lower()}.",
+        "value": label.answer,
+        "message": f"Saved: {campaign.answer_word(label.answer)}.",
     }
 
 
@@ -311,21 +313,22 @@ def edit_label(request: HttpRequest, name: str, label_id: int) -> HttpResponse:
                                 "outcome": "changed",
                                 "item_id": label.item_id,
                                 "label_id": label.pk,
-                                "value": label.value,
-                                "message": f"Changed your earlier answer to {label.get_value_display().lower()}.",
+                                "value": label.answer,
+                                "message": f"Changed your earlier answer to {campaign.answer_word(label.answer)}.",
                             },
                             "share": _share_json(share, finished=False),
                         }
                     )
                 return redirect(reverse("labelling:label", args=[campaign.name]))
         else:
-            error = "Pick supported, unsupported or can't tell."
+            error = "Pick " + ", ".join(c["word"].lower() for c in campaign.choices) + "."
         if _wants_json(request):
             return JsonResponse({"result": {"outcome": "invalid", "label_id": label.pk, "message": error}})
     context = {
         "campaign": campaign,
         "label": label,
-        "item": blind_item(label.item),
+        "current_word": campaign.answer_word(label.answer),
+        "item": blind_item(label.item, shows=campaign.shows),
         "error": error,
         "values": Label.Value.choices,
     }

@@ -1,0 +1,205 @@
+"""The alternative annotator test (Calderon, Reichart and Dror, ACL 2025) on generated data with known answers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import t as student_t
+from statsmodels.stats.multitest import multipletests
+
+from evalcore.engine import alternative_annotator_test
+from evalcore.engine.multiplicity import benjamini_yekutieli
+
+ANNOTATORS = ["ann", "bob", "cem", "dia", "eve"]
+
+
+def generate(rng, *, items=80, annotators=ANNOTATORS, categories=4, noise=0.3):
+    """The authors' simulation: a gold label per item; each annotator keeps it with probability 1 - noise, else
+    draws from the priors."""
+    priors = rng.dirichlet(np.ones(categories))
+    gold = rng.choice(categories, size=items, p=priors)
+
+    def annotate(level):
+        keep = rng.random(items) >= level
+        return np.where(keep, gold, rng.choice(categories, size=items, p=priors))
+
+    people = {a: annotate(noise) for a in annotators}
+    labels = {i: {a: int(people[a][i]) for a in annotators} for i in range(items)}
+    return labels, gold, priors, annotate
+
+
+def majority(labels, gold):
+    """Each item's most frequent label among all annotators (ties to the gold label)."""
+    out = {}
+    for i, by in labels.items():
+        values, counts = np.unique(list(by.values()), return_counts=True)
+        best = values[counts == counts.max()]
+        out[i] = int(gold[i]) if gold[i] in best else int(best[0])
+    return out
+
+
+def reference(labels, judge, *, epsilon, alpha, scoring="accuracy", min_items=30):
+    """The procedure written from the paper's equations: per annotator the indicator differences, a hand-computed
+    one-sided t-test, statsmodels' BY correction."""
+    annotators = sorted({a for by in labels.values() for a in by})
+    p_values, rhos = [], []
+    for h in annotators:
+        w_judge, w_human = [], []
+        for i, by in labels.items():
+            if h not in by or len(by) < 2 or i not in judge:
+                continue
+            others = np.array([v for a, v in by.items() if a != h], dtype=float)
+            if scoring == "accuracy":
+                s_h, s_f = np.mean(others == by[h]), np.mean(others == judge[i])
+            else:
+                s_h, s_f = -np.sqrt(np.mean((others - by[h]) ** 2)), -np.sqrt(np.mean((others - judge[i]) ** 2))
+            w_judge.append(float(s_f >= s_h))
+            w_human.append(float(s_h >= s_f))
+        if len(w_judge) < min_items:
+            continue
+        d = np.array(w_human) - np.array(w_judge)
+        t = (d.mean() - epsilon) / (d.std(ddof=1) / math.sqrt(len(d)))
+        p_values.append(student_t.cdf(t, len(d) - 1))
+        rhos.append(np.mean(w_judge))
+    rejected = multipletests(p_values, alpha=alpha, method="fdr_by")[0]
+    return rejected.mean(), float(np.mean(rhos)), np.array(p_values)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_procedure_matches_the_papers_equations_and_statsmodels_by_on_generated_data(seed):
+    rng = np.random.default_rng(seed)
+    labels, gold, priors, annotate = generate(rng, noise=rng.uniform(0.1, 0.5))
+    judge_labels = annotate(rng.uniform(0.1, 0.6))
+    judge = {i: int(judge_labels[i]) for i in labels}
+    epsilon = float(rng.choice([0.0, 0.1, 0.15, 0.2]))
+    result = alternative_annotator_test(labels=labels, judge=judge, epsilon=epsilon)
+    omega, rho, p_values = reference(labels, judge, epsilon=epsilon, alpha=0.05)
+    assert result.winning_rate == pytest.approx(omega, abs=1e-12)
+    assert result.advantage_probability == pytest.approx(rho, abs=1e-12)
+    assert np.allclose([c.p_value for c in result.comparisons], p_values, atol=1e-12, rtol=0)
+    assert result.passed == (omega >= 0.5)
+
+
+def test_on_a_numeric_scale_neg_rmse_matches_the_reference():
+    rng = np.random.default_rng(30)
+    truth = rng.integers(1, 6, 70)
+    people = {a: np.clip(truth + rng.choice([-1, 0, 0, 1], 70), 1, 5) for a in ANNOTATORS[:4]}
+    labels = {i: {a: int(people[a][i]) for a in people} for i in range(70)}
+    judge = {i: int(np.clip(truth[i] + rng.choice([-1, 0, 0, 0, 1]), 1, 5)) for i in range(70)}
+    result = alternative_annotator_test(labels=labels, judge=judge, scoring="neg_rmse", epsilon=0.15)
+    omega, rho, p_values = reference(labels, judge, epsilon=0.15, alpha=0.05, scoring="neg_rmse")
+    assert result.winning_rate == omega and result.advantage_probability == pytest.approx(rho, abs=1e-12)
+    assert np.allclose([c.p_value for c in result.comparisons], p_values, atol=1e-12, rtol=0)
+
+
+def test_benjamini_yekutieli_is_statsmodels_fdr_by():
+    rng = np.random.default_rng(31)
+    for _ in range(300):
+        p = rng.random(int(rng.integers(1, 40))) ** rng.uniform(0.3, 4)
+        assert np.allclose(benjamini_yekutieli(p), multipletests(p, method="fdr_by")[1], atol=1e-15, rtol=0)
+    assert np.isnan(benjamini_yekutieli([0.01, math.nan])[1])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        benjamini_yekutieli([1.5])
+
+
+def test_a_judge_that_copies_the_majority_passes_and_a_random_judge_fails():
+    rng = np.random.default_rng(32)
+    copies, randoms = [], []
+    for _ in range(20):
+        labels, gold, priors, _ = generate(rng, items=100, noise=0.3)
+        copies.append(alternative_annotator_test(labels=labels, judge=majority(labels, gold)))
+        noise = {i: int(rng.integers(0, 4)) for i in labels}
+        randoms.append(alternative_annotator_test(labels=labels, judge=noise))
+    assert all(r.passed for r in copies), [r.winning_rate for r in copies]
+    assert np.mean([r.winning_rate for r in copies]) >= 0.9
+    assert not any(r.passed for r in randoms) and max(r.winning_rate for r in randoms) == 0.0
+    assert all(r.advantage_probability > 0.8 for r in copies)
+
+
+def test_a_judge_as_noisy_as_the_annotators_passes_only_thanks_to_epsilon():
+    rng = np.random.default_rng(33)
+    labels, gold, priors, annotate = generate(rng, items=300, noise=0.3)
+    peer = annotate(0.3)
+    judge = {i: int(peer[i]) for i in labels}
+    assert alternative_annotator_test(labels=labels, judge=judge, epsilon=0.2).passed
+    assert not alternative_annotator_test(labels=labels, judge=judge, epsilon=0.0).passed
+
+
+def test_the_verdict_in_words_and_as_json():
+    rng = np.random.default_rng(32)
+    labels, gold, _, _ = generate(rng, items=100, annotators=ANNOTATORS[:4], noise=0.3)
+    result = alternative_annotator_test(labels=labels, judge=majority(labels, gold))
+    assert result.sentence() == "the judge can stand in for annotators: 4 of 4 beaten, ω 1.00, ε 0.1"
+    data = json.loads(json.dumps(result.as_dict(), allow_nan=False))
+    assert data["passed"] is True and [a["annotator"] for a in data["annotators"]] == ANNOTATORS[:4]
+    assert all(a["items"] == 100 and a["beaten"] for a in data["annotators"])
+    noise = {i: int(rng.integers(0, 4)) for i in labels}
+    assert (
+        alternative_annotator_test(labels=labels, judge=noise)
+        .sentence()
+        .startswith("the judge cannot stand in for annotators: 0 of 4 beaten, ω 0.00")
+    )
+
+
+def test_annotators_with_too_few_items_are_skipped_and_said_so():
+    rng = np.random.default_rng(34)
+    labels, gold, _, _ = generate(rng, items=60, annotators=ANNOTATORS[:4])
+    for i in range(50):  # "dia" labelled only 10 items
+        del labels[i]["dia"]
+    result = alternative_annotator_test(labels=labels, judge=majority(labels, gold))
+    assert [c.annotator for c in result.comparisons] == ["ann", "bob", "cem"]
+    assert result.skipped == (("dia", "10 items labelled with others and the judge, fewer than 30"),)
+    with pytest.raises(ValueError, match="no annotator labelled at least 100 items"):
+        alternative_annotator_test(labels=labels, judge=majority(labels, gold), min_items_per_annotator=100)
+
+
+def test_constant_differences_get_the_tests_limit_not_nan():
+    labels = {i: {"a": 1, "b": 1, "c": 1} for i in range(40)}
+    same = alternative_annotator_test(labels=labels, judge=dict.fromkeys(range(40), 1))
+    assert all(c.p_value == 0.0 for c in same.comparisons) and same.passed  # differences all 0 < epsilon
+    wrong = alternative_annotator_test(labels=labels, judge=dict.fromkeys(range(40), 0))
+    assert all(c.p_value == 1.0 for c in wrong.comparisons) and not wrong.passed
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (dict(labels={1: {"a": 1, "b": 1}}, judge={1: 1}), ValueError, "at least 3 annotators .* got 2: a, b"),
+        (dict(labels={}, judge={}), ValueError, "got 0: none"),
+        (dict(labels={1: {"a": 1}}, judge={1: 1}, scoring="f1"), ValueError, "scoring must be"),
+        (dict(labels={1: {"a": "x", "b": 1, "c": 2}}, judge={1: 1}, scoring="neg_rmse"), ValueError, "annotator 'a'"),
+        (dict(labels={1: {"a": 1, "b": 1, "c": 2}}, judge={1: "y"}, scoring="neg_rmse"), ValueError, "judge's label"),
+        (dict(labels={1: ["a"]}, judge={1: 1}), TypeError, r"labels\[1\] must map annotator"),
+        (dict(labels=[1], judge={1: 1}), TypeError, "labels must map item"),
+        (dict(labels={1: {"a": 1}}, judge={1: 1}, epsilon=1.5), ValueError, "epsilon"),
+        (dict(labels={1: {"a": 1}}, judge={1: 1}, min_annotators=1), ValueError, "min_annotators must be at least 2"),
+    ],
+)
+def test_bad_input_is_refused_with_a_clear_message(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        alternative_annotator_test(**kwargs)
+
+
+def _false_pass_rate(*, sims, seed, epsilon):
+    """How often a judge clearly worse than the annotators (noise 0.6 against 0.2) passes."""
+    rng = np.random.default_rng(seed)
+    passed = 0
+    for _ in range(sims):
+        labels, gold, priors, annotate = generate(rng, items=60, noise=0.2)
+        worse = annotate(0.6)
+        passed += alternative_annotator_test(
+            labels=labels, judge={i: int(worse[i]) for i in labels}, epsilon=epsilon
+        ).passed
+    return passed / sims
+
+
+def test_a_clearly_worse_judge_rarely_passes_by_simulation():
+    assert _false_pass_rate(sims=60, seed=35, epsilon=0.1) <= 0.05  # measured 0.0
+
+
+@pytest.mark.slow
+def test_a_clearly_worse_judge_rarely_passes_slow():
+    assert _false_pass_rate(sims=500, seed=36, epsilon=0.1) <= 0.02
