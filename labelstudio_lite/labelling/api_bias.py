@@ -24,7 +24,7 @@ from labelstudio_lite.rest import StrictCharField, id_field
 
 from .access import campaign_for_owner
 from .bias_jobs import BiasBatteryParams, bias_params_plan, request_bias_battery
-from .bias_selectors import campaign_batteries, latest_bias_verdict
+from .bias_selectors import campaign_batteries, certificate_for_gating, latest_bias_verdict
 from .models import BiasBattery
 from .services.bias_battery import DEFAULT_ALPHA, DEFAULT_BAR, available_probes, bias_estimate, probe_add
 
@@ -120,8 +120,15 @@ class VerdictOutput(serializers.Serializer):
     findings = serializers.ListField(child=serializers.CharField())
 
 
+class GatingOutput(serializers.Serializer):
+    state = serializers.ChoiceField(choices=["trusted", "untrusted", "inconclusive"])
+    certificate = serializers.IntegerField(allow_null=True)
+    reasons = serializers.ListField(child=serializers.CharField())
+
+
 class VerdictEnvelope(serializers.Serializer):
     verdict = VerdictOutput(allow_null=True)
+    gating = GatingOutput(allow_null=True, help_text="the judge's certificate with the bias part; null: neither exists")
 
 
 class ProbeCreated(serializers.Serializer):
@@ -235,5 +242,18 @@ class JudgeBiasVerdictApi(APIView):
     )
     def get(self, request: Request, config_id: int) -> Response:
         config = get_object_or_404(JudgeConfig, pk=config_id)
-        verdict = latest_bias_verdict(config, request.query_params.get("metric", "faithfulness"))
-        return Response({"verdict": verdict.as_dict() if verdict else None})
+        metric = request.query_params.get("metric", "faithfulness")
+        verdict = latest_bias_verdict(config, metric)
+        gating = certificate_for_gating(config, metric)
+        return Response(
+            {
+                "verdict": verdict.as_dict() if verdict else None,
+                "gating": None
+                if gating is None
+                else {
+                    "state": gating.state,
+                    "certificate": gating.certificate.pk if gating.certificate else None,
+                    "reasons": list(gating.reasons),
+                },
+            }
+        )

@@ -90,8 +90,10 @@ def test_the_api_estimates_starts_and_reads_the_battery_and_the_verdict(
     assert started.status_code == 202
     listed = owner_client.get(f"/api/campaigns/{name}/bias/").json()["batteries"]
     assert len(listed) == 1 and listed[0]["blocks_gating"] and listed[0]["findings"][0]["probe"] == "authority"
-    verdict = owner_client.get(f"/api/judge-configs/{seeing_judge.pk}/bias/").json()["verdict"]
+    answer = owner_client.get(f"/api/judge-configs/{seeing_judge.pk}/bias/").json()
+    verdict = answer["verdict"]
     assert verdict["blocks_gating"] and verdict["words"].startswith("untrusted for gating: flips 100 %")
+    assert answer["gating"]["state"] == "untrusted" and answer["gating"]["certificate"] is None
 
 
 def test_owners_add_a_probe_through_the_api_the_page_and_the_command(owner_client, small_probe_set):
