@@ -28,7 +28,7 @@ ANSWER_PAGE_PLAIN = (
 ANSWER_API = 12  # +1: the guideline version the label records; before the restructure: 13 (the same)
 LABEL_PAGE = 7  # the page itself claims nothing; it reads the latest label (what Z opens first)
 NEXT_ITEM_PAGE = 20  # +1: the guideline shown with the items; the three items the loaded page asks for with a POST (three claims; one claim was 13)
-JUDGE_REPORT_PAGE = 15  # 13, and two for the try-a-tuned-prompt form (the runnable configs, the tuning exports)
+JUDGE_REPORT_PAGE = 16  # 13, two for the try-a-tuned-prompt form (the runnable configs, the tuning exports), one for the latest bias battery
 JUDGE_REPORT_API = 11  # before the restructure: 12  (the same)
 
 
