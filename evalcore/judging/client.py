@@ -193,8 +193,9 @@ class JudgeClient:
         arguments: dict[str, Any] = {"model": config.model, "messages": messages}
         if config.temperature is not None:
             arguments["temperature"] = config.temperature
-        if config.seed is not None:
-            arguments["seed"] = config.seed
+        seed = request.seed if request.seed is not None else config.seed
+        if seed is not None:
+            arguments["seed"] = seed
         if config.max_tokens:
             arguments["max_tokens"] = config.max_tokens
         if config.structured_output == "json_schema":

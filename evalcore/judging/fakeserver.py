@@ -19,6 +19,13 @@ the wrong shape), ``slow`` (``slow_seconds`` more latency), ``broken`` (an HTTP 
 JSON). :meth:`FakeJudge.hold_after` holds every request after the n-th answered one until
 :meth:`FakeJudge.release`, so a test can kill a worker with no answer in flight.
 
+Biases of known size, switchable (for the bias battery's tests): :attr:`FakeJudge.noise` flips a
+verdict with that chance, drawn from the prompt *and the request's seed* (so the same prompt under
+another seed, the battery's placebo, disagrees with itself about ``2 noise`` of the time);
+:meth:`FakeJudge.bias` makes every verdict request whose prompt holds a phrase answer "supported"
+(or "unsupported") with a chance ``rate``, drawn from the claim and context alone (independent of
+the noise), whatever the literal reading said.
+
 Run it by hand: ``python -m evalcore.judging.fakeserver --port 8765 --latency 0.05``, then point
 a judge config's ``base_url`` at ``http://127.0.0.1:8765/v1``.
 """
@@ -26,6 +33,7 @@ a judge config's ``base_url`` at ``http://127.0.0.1:8765/v1``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import select
@@ -44,6 +52,12 @@ FAULTS = ("429", "500", "timeout", "malformed", "schema", "slow", "broken")
 MARKERS = {f"fault{name}": name for name in FAULTS}
 CORRECTION_PREFIX = "That answer is not valid"
 WORD = re.compile(r"[a-z0-9]{3,}")
+
+
+def draw(*parts: Any) -> float:
+    """A deterministic uniform number in [0, 1) from the parts (the fake judge's only randomness)."""
+    digest = hashlib.sha256(json.dumps(parts, default=str).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def words(text: str) -> set[str]:
@@ -104,6 +118,8 @@ class FakeJudge:
     max_in_flight: int = 0
     received_at: list[float] = field(default_factory=list)
     rate_limited_at: list[float] = field(default_factory=list)  # when each 429 was sent
+    noise: float = 0.0  # chance a verdict flips, drawn from (prompt, seed)
+    biases: dict[str, tuple[float, bool]] = field(default_factory=dict)  # phrase -> (rate, verdict it pushes to)
     _script: list[str] = field(default_factory=list)
     _hold_after: int | None = None
     _admitted: int = 0
@@ -117,6 +133,27 @@ class FakeJudge:
             raise ValueError(f"unknown faults {unknown}; known: {FAULTS}")
         with self._lock:
             self._script.extend(faults)
+
+    def bias(self, phrase: str, rate: float, *, toward_supported: bool = True) -> None:
+        """Push verdicts on prompts holding ``phrase`` to supported (or unsupported) with chance ``rate``."""
+        if not 0 <= rate <= 1:
+            raise ValueError(f"rate must be in [0, 1], got {rate}")
+        self.biases[phrase] = (rate, toward_supported)
+
+    def distort(self, prompt: str, seed: Any, answer: dict[str, Any]) -> dict[str, Any]:
+        """The verdict after the judge's noise and biases (a claims answer is returned as it is)."""
+        if "supported" not in answer:
+            return answer
+        supported = bool(answer["supported"])
+        if self.noise and draw("noise", prompt, seed) < self.noise:
+            supported = not supported
+        claim_and_context = prompt.split("Context:", 1)[-1]
+        for phrase, (rate, toward) in self.biases.items():
+            if phrase in prompt and draw("bias", phrase, claim_and_context.replace(phrase, "")) < rate:
+                supported = toward
+        if supported == answer["supported"]:
+            return answer
+        return {"supported": supported, "rationale": f"{answer['rationale']} (changed its mind)"}
 
     def hold_after(self, answered: int) -> None:
         """Answer ``answered`` requests, then hold every further request until :meth:`release`."""
@@ -206,6 +243,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake.on_body(body)
         prompt = item_message(messages)
         kind, answer = judge_answer(prompt)
+        answer = fake.distort(prompt, body.get("seed"), answer)
         record = Received(input_hash(kind, prompt), kind, prompt if fake.record_prompts else "", "answered")
         with fake._lock:
             fake.requests.append(record)

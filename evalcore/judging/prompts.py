@@ -130,15 +130,18 @@ class CallRequest:
     messages: tuple[dict[str, str], ...]
     schema: dict[str, Any]
     est_prompt_tokens: int
+    seed: int | None = None  # None: the config's seed; another one (a bias battery's placebo) is in the key
 
 
 def estimate_tokens(text: str) -> int:
     return max(1, int(len(text) / CHARS_PER_TOKEN + 0.5))
 
 
-def input_hash(kind: str, user_message: str) -> str:
-    """The cache key of a call within its config: the kind and the item's rendered prompt."""
-    return hashlib.sha256(json.dumps([kind, user_message]).encode()).hexdigest()
+def input_hash(kind: str, user_message: str, seed: int | None = None) -> str:
+    """The cache key of a call within its config: the kind and the item's rendered prompt (and a seed other
+    than the config's, when one is given: the same prompt asked again under another seed is another call)."""
+    parts: list[Any] = [kind, user_message] if seed is None else [kind, user_message, {"seed": seed}]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def example_messages(config: Any) -> list[dict[str, str]]:
@@ -174,15 +177,17 @@ class Prompts:
         est = sum(estimate_tokens(m["content"]) for m in self.system) + estimate_tokens(user)
         return CallRequest(input_hash(CLAIMS, user), CLAIMS, messages, self.claims_schema, est)
 
-    def verdict(self, item: ItemText) -> CallRequest:
+    def verdict(self, item: ItemText, *, seed: int | None = None) -> CallRequest:
+        """The verdict call on one claim; ``seed`` asks again under another seed than the config's (a new key)."""
         user = self.config.prompt.format(**item.fields())
         messages = (*self.system, *self.examples, {"role": "user", "content": user})
         return CallRequest(
-            input_hash(VERDICT, user),
+            input_hash(VERDICT, user, seed),
             VERDICT,
             messages,
             self.verdict_schema,
             self.prefix_tokens + estimate_tokens(user),
+            seed,
         )
 
 

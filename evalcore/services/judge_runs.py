@@ -164,7 +164,7 @@ def judge_run_estimate(*, run: Run, config: JudgeConfig, claims: str) -> Estimat
     total = rows.count()
     step = max(1, total // SAMPLE_ROWS)
     sample = list(itertools.islice(rows.iterator(chunk_size=CHUNK), 0, None, step))[:SAMPLE_ROWS]
-    completion = _observed_completion(config)
+    completion = observed_completion(config)
     calls = cached = 0
     prompt_tokens = completion_tokens = 0.0
     per_answer = _claims_per_answer(run)
@@ -218,7 +218,7 @@ def judge_run_estimate(*, run: Run, config: JudgeConfig, claims: str) -> Estimat
     )
 
 
-def _observed_completion(config: JudgeConfig) -> dict[str, Any]:
+def observed_completion(config: JudgeConfig) -> dict[str, Any]:
     observed = dict(
         JudgeCall.objects.filter(config_hash=config.config_hash)
         .values_list("kind")

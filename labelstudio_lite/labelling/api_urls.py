@@ -2,7 +2,7 @@ from django.urls import path
 
 import labelstudio_lite.rest  # noqa: F401 (registers the id path converter)
 
-from . import api, api_exports
+from . import api, api_bias, api_exports
 
 urlpatterns = [
     path("label/campaigns/", api.MyCampaignsApi.as_view(), name="api-my-campaigns"),
@@ -25,4 +25,8 @@ urlpatterns = [
     path("campaigns/<slug:name>/remeasure/", api.RemeasureApi.as_view(), name="api-remeasure"),
     path("campaigns/<slug:name>/exports/", api_exports.ExportListApi.as_view(), name="api-exports"),
     path("campaigns/<slug:name>/try-prompt/", api.TryPromptApi.as_view(), name="api-try-prompt"),
+    path("campaigns/<slug:name>/bias/", api_bias.BiasBatteryApi.as_view(), name="api-bias"),
+    path("campaigns/<slug:name>/bias/estimate/", api_bias.BiasEstimateApi.as_view(), name="api-bias-estimate"),
+    path("bias-probes/", api_bias.BiasProbeApi.as_view(), name="api-bias-probes"),
+    path("judge-configs/<id:config_id>/bias/", api_bias.JudgeBiasVerdictApi.as_view(), name="api-judge-bias"),
 ]

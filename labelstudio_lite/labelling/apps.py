@@ -7,7 +7,7 @@ class LabellingConfig(AppConfig):
     verbose_name = "Labelling campaigns"
 
     def ready(self) -> None:
-        from evalcore.jobs import labelling_kinds  # noqa: F401  (registers the labelling job kinds)
+        from evalcore.jobs import bias_kinds, labelling_kinds  # noqa: F401  (registers the labelling job kinds)
         from evalcore.services.judge_configs import register_few_shot_source
         from evalcore.services.judge_fitness import register_judge_validation_source
 

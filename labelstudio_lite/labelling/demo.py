@@ -16,8 +16,10 @@ from pathlib import Path
 from evalcore.models import Row, Run
 
 from .models import Campaign, Item
+from .services.assignment import next_item, submit_label
 from .services.campaigns import campaign_create
 from .services.label_import import labels_import
+from .services.label_sets import label_set
 from .services.verdicts import verdicts_import
 
 LABELLED = "faithfulness-claims"
@@ -133,9 +135,6 @@ def _relevance_campaign(run: Run) -> str:
     """An answer-relevance campaign on a 1-5 scale (1-2 fail), each answer scored by ann1, ann2 and ann3 on the
     labelling service, each of them off by one point now and then."""
     from django.contrib.auth import get_user_model
-
-    from .services.assignment import next_item, submit_label
-    from .services.label_sets import label_set
 
     people = list(get_user_model().objects.filter(username__in=RELEVANCE_PEOPLE).order_by("username"))
     campaign = campaign_create(

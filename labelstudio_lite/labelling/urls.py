@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import annotate, campaigns, reports
+from .views import annotate, bias, campaigns, reports
 
 app_name = "labelling"
 
@@ -27,4 +27,6 @@ urlpatterns = [
     path("campaigns/<slug:name>/verdicts/", reports.verdicts_upload, name="verdicts"),
     path("campaigns/<slug:name>/fresh-heldout/", reports.fresh_heldout, name="fresh-heldout"),
     path("campaigns/<slug:name>/try-prompt/", reports.try_prompt, name="try-prompt"),
+    path("campaigns/<slug:name>/bias/", bias.bias_page, name="bias"),
+    path("campaigns/<slug:name>/bias/probes/", bias.bias_probe_add, name="bias-probe-add"),
 ]

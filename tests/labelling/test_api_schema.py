@@ -31,7 +31,8 @@ REFERENCES = (
     "^/api/(runs/import|evalsets/import|campaigns/\\\\{name\\\\}/labels/import|gate|runs|runs/\\\\{run_id\\\\}/rows"
     "|campaigns/\\\\{name\\\\}/(exports|judge-report/publish)"
     "|label/\\\\{name\\\\}/(labels|skip)|runs/\\\\{run_id\\\\}/judge(/estimate)?|campaigns/\\\\{name\\\\}/try-prompt"
-    "|judge-configs|rescore|plan/(labels|questions)|campaign-plan)/$"
+    "|judge-configs|rescore|plan/(labels|questions)|campaign-plan"
+    "|campaigns/\\\\{name\\\\}/bias(/estimate)?|bias-probes)/$"
 )
 
 

@@ -55,6 +55,7 @@ OWNER_READS = "aggregates (counts, agreement, kappa, miss rates) or settings, no
 WRITES = "takes input, returns a redirect or a status: no labels leave"
 TRY_PROMPT = "a new judge config judges the held-out items (their labels never enter a prompt): no labels leave"
 STRICT = "Be strict.\nContext:\n{context}\nClaim: {claim}"
+BIAS = "judges the tuning items' claims under bias probes (labels never enter a prompt); its findings are aggregates"
 REMEASURE_OPEN = "opens the re-measurement (recorded as looked at: tuning again spends the held-out split); its numbers are aggregates"
 
 DOORS: dict[tuple[str, str], Door] = {
@@ -137,8 +138,41 @@ DOORS: dict[tuple[str, str], Door] = {
         {"name": "{try_campaign}"},
         {"base_config": "{runnable}", "name": "doors-tuned", "prompt": "{strict}", "claims": "keep"},
     ),
+    ("labelling:bias", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}, query="judge_config={runnable}"),
+    ("labelling:bias", "POST"): Door(
+        False,
+        BIAS,
+        {"name": "{campaign}"},
+        {
+            "judge_config": "{runnable}",
+            "probes": ["context-order"],
+            "bar": "0.05",
+            "alpha": "0.05",
+            "correction": "holm",
+        },
+    ),
+    ("labelling:bias-probe-add", "POST"): Door(
+        False,
+        WRITES,
+        {"name": "{campaign}"},
+        {"name": "doors-probe", "kind": "append", "field": "answer", "text": "Sure.", "describes": "when sure"},
+    ),
     # the eval owners' API
     ("api-campaigns", "GET"): Door(False, OWNER_READS),
+    ("api-bias", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
+    ("api-bias", "POST"): Door(
+        False, BIAS, {"name": "{campaign}"}, {"judge_config": "{runnable}", "probes": ["context-order"]}
+    ),
+    ("api-bias-estimate", "GET"): Door(
+        False, "estimates a bias battery's cost, calls nothing", {"name": "{campaign}"}, query="judge_config={runnable}"
+    ),
+    ("api-bias-probes", "GET"): Door(False, "lists the bias probes and their text"),
+    ("api-bias-probes", "POST"): Door(
+        False,
+        WRITES,
+        data={"name": "doors-api-probe", "kind": "prepend", "field": "claim", "text": "Hi.", "describes": "x"},
+    ),
+    ("api-judge-bias", "GET"): Door(False, OWNER_READS, {"config_id": "{runnable}"}),
     ("api-campaign-plan", "GET"): Door(
         False,
         "plans a campaign (strata and predicted half-widths), creates nothing",
@@ -178,6 +212,11 @@ COMMANDS: dict[str, tuple[list[str], bool, str]] = {
         ["{verdicts_path}", "--campaign", "{campaign}", "--judge-config", "{judge_config_path}", "--quiet"],
         False,
         WRITES,
+    ),
+    "judge_bias": (
+        ["{campaign}", "--judge-config", "{runnable_name}", "--probe", "context-order", "--quiet"],
+        False,
+        BIAS,
     ),
     "load_demo": ([], False, "loads the demo data and prints what it did"),
     "try_prompt": (

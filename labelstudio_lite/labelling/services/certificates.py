@@ -30,6 +30,7 @@ from evalcore.engine.certificates import CertificateBars, JudgeCertificate, cert
 from evalcore.models import JudgeConfig
 
 from ..models import Campaign, Certificate, Label
+from .judge_agreement import _ordinal  # the one place the scores are gathered
 from .judge_stats import CoreStats, Pair, core_stats, unit_word
 
 SLICE_MIN_ITEMS = 50
@@ -91,8 +92,6 @@ def ordinal_kappa(campaign: Campaign, pairs: Sequence[Pair], judge_scores: dict[
     """The linear weighted kappa (estimate, low, high) of an ordinal campaign's pairs; None on a binary one."""
     if not campaign.ordinal or not judge_scores:
         return None
-    from .judge_agreement import _ordinal  # the one place the scores are gathered
-
     line = _ordinal(campaign, pairs, judge_scores).linear
     return (line.estimate, line.low, line.high)
 

@@ -33,6 +33,7 @@ from .judge_stats import (
     stratum_population,
     unit_word,
 )
+from .judge_validation import judge_scores  # judge_validation builds on this module's neighbours
 
 MIN_ITEMS = 200
 MIN_FAILURES = 30
@@ -208,8 +209,6 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
     strata = stratum_population(campaign)
     stats = core_stats(pairs, unit_word=word, seed=campaign.seed, strata=strata)
     judge = verdict_set.judge_config if verdict_set else campaign.run.judge_config
-    from .judge_validation import judge_scores  # judge_validation builds on this module's neighbours
-
     scores = judge_scores(campaign) if verdict_set is None else {}
     measured = measure(campaign, pairs, stats, strata=strata, judge_scores=scores)
     slices = tuple(

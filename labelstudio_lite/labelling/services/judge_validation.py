@@ -39,7 +39,7 @@ from evalcore.services.judge_fitness import (
     JudgeValidation,
 )
 
-from ..models import Adjudication, Campaign, Item, Label, VerdictSet
+from ..models import Adjudication, Campaign, Certificate, Item, Label, VerdictSet
 from ..selectors import judge_verdicts
 from .campaigns import population
 from .certificates import (
@@ -247,8 +247,6 @@ def _chosen(found: list[Measurement]) -> Measurement | None:
 
 def _earlier_judge(config: JudgeConfig, metric: str) -> JudgeValidation | None:
     """A config nobody measured, whose judge (same name or model) was certified before under another config."""
-    from ..models import Certificate
-
     same = JudgeConfig.objects.exclude(pk=config.pk).filter(model=config.model)
     if config.name:
         same = same | JudgeConfig.objects.exclude(pk=config.pk).filter(name=config.name)

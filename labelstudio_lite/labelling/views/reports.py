@@ -21,6 +21,7 @@ from evalcore.views.jobs import register_job_form, retried_job, values_of
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner, verdict_set_for
+from ..bias_selectors import campaign_batteries
 from ..forms import ExportForm, FreshHeldoutForm, ThresholdForm, TryPromptForm, VerdictImportForm
 from ..models import Campaign
 from ..selectors import campaign_export, campaign_exports, remeasurement_opened, verdict_sets_of
@@ -63,6 +64,7 @@ def _report(
         "fresh_form": FreshHeldoutForm(initial={"name": f"{campaign.name}-fresh"}),
         "exports": campaign_exports(campaign),
         "try_form": _try_form(campaign),
+        "bias": campaign_batteries(campaign).first(),
     }
     return render(request, "labelling/report.html", context, status=status)
 
