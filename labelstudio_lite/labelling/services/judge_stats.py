@@ -331,6 +331,7 @@ def corrected_pass_rate(
     available = stratum_population(campaign)
     if not available:
         return None
+    labels_from_run = run_total is None  # the campaign's own run: its judge pass count is no source of error
     if run_total is None:
         run_total = sum(a for a, _ in available.values())
         run_passes = sum(a for a, passed in available.values() if passed)
@@ -342,6 +343,7 @@ def corrected_pass_rate(
             run_passes=int(run_passes or 0),
             run_total=run_total,
             strata=strata,
+            labels_from_run=labels_from_run,
             iterations=ITERATIONS,
             seed=campaign.seed,
         )

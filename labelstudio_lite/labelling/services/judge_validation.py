@@ -183,10 +183,14 @@ def run_corrected_pass_rate(config: JudgeConfig, run: Run) -> CorrectedPassRate 
     chosen = _chosen(list(measurements(config)))
     if chosen is None:
         return None
-    verdicts = [candidate.judge_supported for candidate in population(run, chosen.campaign.unit)]
-    if not verdicts:
-        return None
-    rate = corrected_pass_rate(chosen.campaign, chosen.pairs, run_passes=sum(verdicts), run_total=len(verdicts))
+    if chosen.source == "judge report" and chosen.campaign.run_id == run.pk:
+        # the campaign's own run: its labels were drawn from these rows, so the run's pass count is no source of error
+        rate = corrected_pass_rate(chosen.campaign, chosen.pairs)
+    else:
+        verdicts = [candidate.judge_supported for candidate in population(run, chosen.campaign.unit)]
+        if not verdicts:
+            return None
+        rate = corrected_pass_rate(chosen.campaign, chosen.pairs, run_passes=sum(verdicts), run_total=len(verdicts))
     if rate is None:
         return None
     return CorrectedPassRate(
