@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._design import SMOOTHING
+
 DESIGNS = ("run", "population", "independent")
 TUNINGS = ("power", "none", "labels")
 
@@ -92,20 +94,38 @@ def correlation_too_weak(y: np.ndarray, f: np.ndarray) -> bool:
     return rho <= 1.0 / math.sqrt(n - 2)
 
 
-def _moments(y: np.ndarray, f: np.ndarray, f_rows: np.ndarray, lam: float, design: str) -> tuple[float, float]:
+def _residual_variance(y: np.ndarray, f: np.ndarray, lam: float, ddof: int, smooth: bool) -> float:
+    """The variance of ``y - lam f``; with ``smooth`` and pass/fail labels, with half a pass and half a fail added.
+
+    The half-label pseudo-counts (Jeffreys', as :data:`._design.SMOOTHING` elsewhere in the engine)
+    keep a stratum whose labels show few or no disagreements from claiming a near-zero variance: the
+    normal interval of a rare class's rate otherwise covers about 93.5 % instead of 95.
+    """
+    r = y - lam * f
+    if not smooth or not np.all((y == 0) | (y == 1)):
+        return _var(r, ddof)
+    centre = lam * float(f.mean())
+    r = np.concatenate([r, [1.0 - centre, -centre]])
+    w = np.concatenate([np.ones(y.size), [SMOOTHING, SMOOTHING]])
+    mean = float(np.sum(w * r) / w.sum())
+    return float(np.sum(w * (r - mean) ** 2) / (w.sum() - ddof))
+
+
+def _moments(
+    y: np.ndarray, f: np.ndarray, f_rows: np.ndarray, lam: float, design: str, smooth: bool
+) -> tuple[float, float]:
     n, big_n = y.size, f_rows.size
     estimate = lam * float(f_rows.mean()) + float(np.mean(y - lam * f))
     if design == "independent":  # ppi-python: population standard deviations
-        variance = _var(lam * f_rows, 0) / big_n + _var(y - lam * f, 0) / n
+        variance = _var(lam * f_rows, 0) / big_n + _residual_variance(y, f, lam, 0, smooth) / n
     else:
-        variance = max(0.0, 1.0 - n / big_n) * _var(y - lam * f, 1) / n
-        if design == "population":
-            variance += _var(y, 1) / big_n
+        # the population design's own term, the rows' sampling error, is added once over every stratum
+        variance = max(0.0, 1.0 - n / big_n) * _residual_variance(y, f, lam, 1, smooth) / n
     return estimate, variance
 
 
 def fit_stratum(
-    y: np.ndarray, f: np.ndarray, f_rows: np.ndarray, *, design: str, tuning: str | float, guard: bool
+    y: np.ndarray, f: np.ndarray, f_rows: np.ndarray, *, design: str, tuning: str | float, guard: bool, smooth: bool
 ) -> StratumFit:
     """Fit one stratum: its tuned estimate and variance, and the labels-only ones beside them."""
     guarded = False
@@ -117,11 +137,8 @@ def fit_stratum(
         lam = power_weight(y, f, f_rows, design=design)
         if guard and lam > 0 and correlation_too_weak(y, f):
             lam, guarded = 0.0, True
-    estimate, variance = _moments(y, f, f_rows, lam, design)
-    labels_estimate, labels_variance = _moments(y, f, f_rows, 0.0, design)
-    if design == "independent":
-        labels_estimate = float(y.mean())
-        labels_variance = _var(y, 0) / y.size
+    estimate, variance = _moments(y, f, f_rows, lam, design, smooth)
+    labels_estimate, labels_variance = _moments(y, f, f_rows, 0.0, design, smooth)
     return StratumFit(
         estimate=estimate,
         variance=variance,
@@ -146,3 +163,18 @@ def overlap_covariance(ra: np.ndarray, rb: np.ndarray, n_a: int, n_b: int, rows:
     if m < 2:
         return 0.0
     return _cov(ra, rb, 1) * (m / (n_a * n_b) - 1.0 / rows)
+
+
+def t_quantile(z: float, df: float) -> float:
+    """Student's t quantile from the normal one (Cornish-Fisher, two terms: within 1e-3 of it for df >= 10)."""
+    if not math.isfinite(df) or df <= 0:
+        return z
+    df = max(df, 3.0)
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def satterthwaite(contributions: list[float], labelled: list[int]) -> float:
+    """Welch-Satterthwaite degrees of freedom of a sum of strata's variances, ``(sum v)^2 / sum v^2 / (n - 1)``."""
+    num = sum(contributions) ** 2
+    den = sum(v * v / (n - 1) for v, n in zip(contributions, labelled) if n > 1)
+    return num / den if den > 0 else math.inf

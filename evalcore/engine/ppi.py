@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._interval import Interval
-from ._ppi import DESIGNS, TUNINGS, StratumFit, fit_stratum, overlap_covariance
+from ._ppi import DESIGNS, TUNINGS, StratumFit, fit_stratum, overlap_covariance, satterthwaite, t_quantile
 from ._ppi import correlation_too_weak as _too_weak
 from ._validation import check_probability
 from .proportions import z_score
@@ -155,6 +155,12 @@ def _weighted_variance(fits: list[StratumFit], shares: np.ndarray, within: list[
     return float(np.sum(shares * (np.asarray(within) + (means - mean) ** 2)))
 
 
+def _between(fits: list[StratumFit], shares: np.ndarray) -> float:
+    """The variance of the strata's means about the overall one: what estimated shares add, times N."""
+    means = np.array([f.estimate for f in fits])
+    return float(np.sum(shares * (means - np.sum(shares * means)) ** 2))
+
+
 def prediction_powered_mean(
     *,
     labels: ArrayLike,
@@ -165,6 +171,7 @@ def prediction_powered_mean(
     row_strata: Sequence[Hashable] | None = None,
     tuning: str | float = "power",
     guard: bool = True,
+    small_sample: bool = True,
     confidence: float = 0.95,
 ) -> PredictionPowered:
     """Return the prediction-powered estimate of the people's mean (pass rate or mean score).
@@ -193,6 +200,11 @@ def prediction_powered_mean(
     guard : bool, default True
         With ``"power"``: weight 0 in a stratum whose correlation between judge and people is at most
         ``1 / sqrt(n - 2)``, and the labels alone when the tuned interval is no narrower.
+    small_sample : bool, default True
+        Student's t quantile at the strata's Welch-Satterthwaite degrees of freedom, and half a pass
+        and half a fail added to each stratum's pass/fail labels when estimating its variance (a
+        stratum of rare disagreements otherwise claims too little). False: the normal interval on
+        the plain variances, as ``ppi-python`` computes it.
     confidence : float, default 0.95
         Level of the two-sided interval.
 
@@ -213,8 +225,8 @@ def prediction_powered_mean(
     >>> f = np.where(y == 1, rng.random(2000) < 0.95, rng.random(2000) < 0.44).astype(float)
     >>> lab = rng.choice(2000, 200, replace=False)
     >>> r = prediction_powered_mean(labels=y[lab], judge_labelled=f[lab], judge_rows=f, design="run")
-    >>> r.method, round(r.high - r.estimate, 3), round(r.labels_only.high - r.labels_only.estimate, 3)
-    ('ppi++', 0.046, 0.057)
+    >>> r.method, round(float(r.high - r.estimate), 3), round(float(r.labels_only.high - r.labels_only.estimate), 3)
+    ('ppi++', 0.046, 0.058)
     """
     design = _check_design(design)
     tuning = _check_tuning(tuning)
@@ -241,12 +253,21 @@ def prediction_powered_mean(
         if design != "independent" and n_h > big_n:
             raise ValueError(f"stratum {name!r} has {n_h} labelled rows but only {big_n} rows: the labelled rows are "
                              "among the run's rows in this design")  # fmt: skip
-        fits.append(fit_stratum(y[in_lab], f[in_lab], rows[in_rows], design=design, tuning=tuning, guard=guard))
+        fits.append(fit_stratum(y[in_lab], f[in_lab], rows[in_rows], design=design, tuning=tuning, guard=guard,
+                                smooth=small_sample))  # fmt: skip
     shares = np.array([fit.rows for fit in fits], dtype=np.float64) / rows.size
     variance = float(np.sum(shares**2 * [fit.variance for fit in fits]))
     labels_variance = float(np.sum(shares**2 * [fit.labels_variance for fit in fits]))
     estimate = float(np.sum(shares * [fit.estimate for fit in fits]))
     labels_estimate = float(np.sum(shares * [fit.labels_estimate for fit in fits]))
+    ddof = 0 if design == "independent" else 1
+    within = [float(np.var(y[lab_keys == name], ddof=ddof)) for name in names]
+    spread = _weighted_variance(fits, shares, within)
+    if design == "population":  # the rows' own sampling error, once: the people's variance over the rows / N
+        variance, labels_variance = variance + spread / rows.size, labels_variance + spread / rows.size
+    elif design == "independent" and len(fits) > 1:  # the strata's shares are themselves estimated from the rows
+        between = _between(fits, shares) / rows.size
+        variance, labels_variance = variance + between, labels_variance + between
     note = None
     if any(fit.guarded for fit in fits):
         note = ("in some strata the judge's correlation with people is too weak to trust (at most 1/sqrt(n - 2)): "
@@ -257,9 +278,9 @@ def prediction_powered_mean(
         note = "the judge did not narrow the interval: the labels stand alone"
     method = "labels" if not any(weights) else "ppi" if tuning == "none" else "ppi++"
     z = z_score(confidence)
-    ddof = 0 if design == "independent" else 1
-    within = [float(np.var(y[lab_keys == name], ddof=ddof)) for name in names]
-    spread = _weighted_variance(fits, shares, within)
+    if small_sample:
+        chosen = [fit.variance if any(weights) else fit.labels_variance for fit in fits]
+        z = t_quantile(z, satterthwaite(list(shares**2 * chosen), [fit.labelled for fit in fits]))
     srs = spread / y.size * (max(0.0, 1 - y.size / rows.size) if design == "run" else 1.0)
     return PredictionPowered(
         *_interval(estimate, variance, z),
