@@ -20,6 +20,7 @@ from .agreement import (
     kappa_interval,
     kappa_standard_error,
 )
+from .allocation import NextLabels, disagreement_spread, next_labels, neyman_allocation
 from .bootstrap import BootstrapResult, paired_bootstrap, percentile_positions
 from .planning import (
     LABEL_STATISTICS,
@@ -35,6 +36,7 @@ from .planning import (
     questions_needed,
     settle_review,
 )
+from .ppi import PredictionPowered, prediction_powered_difference, prediction_powered_mean
 from .proportions import (
     ProportionEstimate,
     detectable_difference,
@@ -146,4 +148,11 @@ __all__ = [
     "settle_review",
     "summarize_retrieval",
     "z_score",
+    "NextLabels",
+    "disagreement_spread",
+    "neyman_allocation",
+    "next_labels",
+    "PredictionPowered",
+    "prediction_powered_difference",
+    "prediction_powered_mean",
 ]

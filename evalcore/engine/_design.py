@@ -28,6 +28,7 @@ import numpy as np
 
 from ._validation import check_positive_int
 from .agreement import _kappa_from_tables
+from .allocation import neyman_allocation
 from .sampling import stratified_allocation
 
 #: A sample whose strata were taken at rates within this ratio of each other is counted as it is
@@ -139,10 +140,22 @@ def check_strata(strata: Strata) -> dict[tuple[Hashable, bool], int]:
 
 
 def sample_design(
-    size: int, strata: Mapping[tuple[Hashable, bool], int], run_total: int | None, min_class_share: float
+    size: int,
+    strata: Mapping[tuple[Hashable, bool], int],
+    run_total: int | None,
+    min_class_share: float,
+    spread: Mapping[tuple[Hashable, bool], float] | None = None,
 ) -> Design:
-    """Return the sample a campaign of ``size`` items takes from these strata (only the strata it samples)."""
-    allocation = stratified_allocation(strata, size, min_class_share=min_class_share)
+    """Return the sample a campaign of ``size`` items takes from these strata (only the strata it samples).
+
+    With ``spread`` (each stratum's spread of people's disagreement with the judge) the sample is
+    allocated by Neyman's rule (:func:`~evalcore.engine.allocation.neyman_allocation`), else with each
+    judge verdict's floor of ``min_class_share``.
+    """
+    if spread is not None:
+        allocation = neyman_allocation(strata, size, spread=spread)
+    else:
+        allocation = stratified_allocation(strata, size, min_class_share=min_class_share)
     keys = [k for k in strata if allocation[k] > 0]
     return Design(
         np.array([allocation[k] for k in keys], dtype=np.float64),

@@ -316,7 +316,9 @@ def _difference_weights(ya, yb, fa, fb, has_a, has_b, rows):
     hessian = np.array(
         [[c_a * cov(fa, fa, has_a), -c_ab * cov(fa, fb, both)], [-c_ab * cov(fa, fb, both), c_b * cov(fb, fb, has_b)]]
     )
-    gradient = np.array([c_a * cov(ya, fa, has_a) - c_ab * cov(fa, yb, both), c_b * cov(yb, fb, has_b) - c_ab * cov(ya, fb, both)])
+    gradient = np.array(
+        [c_a * cov(ya, fa, has_a) - c_ab * cov(fa, yb, both), c_b * cov(yb, fb, has_b) - c_ab * cov(ya, fb, both)]
+    )
     if np.linalg.det(hessian) <= 1e-15:
         diag = np.diag(hessian)
         lams = np.where(diag > 0, gradient / np.where(diag > 0, diag, 1.0), 0.0)
