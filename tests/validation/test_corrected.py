@@ -4,6 +4,7 @@ and the run, weighted by the campaign's strata."""
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -262,8 +263,15 @@ def test_the_report_page_shows_the_corrected_rate_beside_the_judges_raw_rate(ove
 
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
 
+    ppi = corrected["ppi"]
+    pct = lambda v: f"{100 * v:.0f} %"  # noqa: E731
     assert (
-        f"Judge pass rate on the run {100 * corrected['raw']:.0f} % · corrected for the judge's errors "
-        f"<strong>{100 * corrected['corrected']:.0f} %</strong> ({100 * corrected['low']:.0f} %–{100 * corrected['high']:.0f} %)"
+        f"Judge pass rate on the run {pct(corrected['raw'])} · prediction-powered estimate "
+        f"<strong>{pct(ppi['estimate'])}</strong> ({pct(ppi['low'])}–{pct(ppi['high'])}) · labels alone "
+        f"{pct(ppi['labels_estimate'])} ({pct(ppi['labels_low'])}–{pct(ppi['labels_high'])}) · Rogan–Gladen "
+        f"{pct(corrected['corrected'])} ({pct(corrected['low'])}–{pct(corrected['high'])})"
     ) in page
-    assert f"the run's {RUN_SIZE} answers" in page
+    assert f"all {RUN_SIZE} answers" in page
+    assert html.escape(ppi["words"]) in page and "the judge was worth" in ppi["words"]
+    # stratified by the judge's verdicts, the prediction-powered estimate is Rogan-Gladen on the campaign's own run
+    assert ppi["estimate"] == pytest.approx(corrected["corrected"])
