@@ -275,3 +275,14 @@ def test_the_report_page_shows_the_corrected_rate_beside_the_judges_raw_rate(ove
     assert html.escape(ppi["words"]) in page and "the judge was worth" in ppi["words"]
     # stratified by the judge's verdicts, the prediction-powered estimate is Rogan-Gladen on the campaign's own run
     assert ppi["estimate"] == pytest.approx(corrected["corrected"])
+
+
+def test_the_report_says_where_the_next_labels_narrow_the_corrected_rate_most(oversampled, db, owner_client):
+    campaign = Campaign.objects.get(pk=oversampled)
+    report = judge_report(campaign)
+
+    advice = report.next_labels
+    assert advice and advice.startswith("label ") and " more answers in " in advice
+    assert "plus or minus" in advice
+    page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
+    assert html.escape(advice) in page

@@ -74,6 +74,7 @@ def test_the_json_report_keeps_its_keys(campaign):
         "heldout_spent",
         "corrected",
         "more_labels",
+        "next_labels",
     ]
     assert list(report["overall"]) == [
         "n",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evalcore.engine import binary_agreement, proportion_interval, stratified_agreement
+from evalcore.engine import binary_agreement, prediction_powered_mean, proportion_interval, stratified_agreement
 from evalcore.engine.judge import Stratum, kappa_bootstrap
 from evalcore.engine.judge import corrected_pass_rate as engine_corrected_pass_rate
 from evalcore.engine.planning import SELF_WEIGHTING  # strata weights within this ratio: the sample counts as it is
@@ -330,8 +330,6 @@ def prediction_powered_rate(
     (for a pass/fail metric, 1 or 0); each stratum's labelled pairs must be a random sample of its rows.
     Works for any judge metric scored per row; returns why not (a string) when it cannot be computed.
     """
-    from evalcore.engine.ppi import prediction_powered_mean
-
     if not pairs or not judge_rows:
         return "no labelled items"
     try:
