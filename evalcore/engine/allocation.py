@@ -19,6 +19,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 from ._validation import check_positive_int, check_probability
+from .proportions import z_score
 from .sampling import _largest_remainder
 
 
@@ -209,8 +210,6 @@ def next_labels(
     >>> next_labels({"a": 1000, "b": 1000}, labelled={"a": 10, "b": 10}, spread={"a": 0.5, "b": 0.0}, extra=5).extra
     {'a': 5}
     """
-    from .proportions import z_score
-
     sizes = _check(strata, spread)
     extra = check_positive_int(extra, "extra")
     z = z_score(check_probability(confidence, "confidence"))

@@ -36,6 +36,11 @@ from ._validation import check_probability
 from .proportions import z_score
 
 ArrayLike = Sequence[float] | np.ndarray
+_GUARD_NOTE = (
+    "in some strata the judge's correlation with people is too weak to trust (at most 1/sqrt(n - 2)): "
+    "there the labels stand alone"
+)
+_NO_GAIN = "the judge did not narrow the interval: the labels stand alone"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,6 +166,35 @@ def _between(fits: list[StratumFit], shares: np.ndarray) -> float:
     return float(np.sum(shares * (means - np.sum(shares * means)) ** 2))
 
 
+def _mean_inputs(labels, judge_labelled, judge_rows, labelled_strata, row_strata):
+    """The checked arrays of :func:`prediction_powered_mean` and each row's stratum key."""
+    y, f = _array(labels, "labels"), _array(judge_labelled, "judge_labelled")
+    rows = _array(judge_rows, "judge_rows")
+    if y.size != f.size:
+        raise ValueError(f"labels and judge_labelled must have one score per labelled row: {y.size} and {f.size}")
+    if y.size < 2 or rows.size == 0:
+        raise ValueError(f"need at least 2 labelled rows and some judge-scored rows, got {y.size} and {rows.size}")
+    if (labelled_strata is None) != (row_strata is None):
+        raise ValueError("give the strata of both the labelled rows and the judge's rows, or of neither")
+    lab_keys, row_keys = _keys(labelled_strata, y.size, "labelled_strata"), _keys(row_strata, rows.size, "row_strata")
+    missing = sorted(set(lab_keys.tolist()) - set(row_keys.tolist()), key=str)
+    if missing:
+        raise ValueError(f"labelled rows in strata the run does not hold: {missing[:5]}")
+    return y, f, rows, lab_keys, row_keys
+
+
+def _fit_named(name, y, f, rows, lab_keys, row_keys, *, design, tuning, guard, smooth) -> StratumFit:
+    """Fit stratum ``name`` after checking it has labels enough (and, within a run, no more than its rows)."""
+    in_lab, in_rows = lab_keys == name, row_keys == name
+    n_h, big_n = int(in_lab.sum()), int(in_rows.sum())
+    if n_h < 2:
+        raise ValueError(f"stratum {name!r} has {big_n} rows but {n_h} labelled: label at least 2 in every stratum")
+    if design != "independent" and n_h > big_n:
+        raise ValueError(f"stratum {name!r} has {n_h} labelled rows but only {big_n} rows: the labelled rows are "
+                         "among the run's rows in this design")  # fmt: skip
+    return fit_stratum(y[in_lab], f[in_lab], rows[in_rows], design=design, tuning=tuning, guard=guard, smooth=smooth)
+
+
 def prediction_powered_mean(
     *,
     labels: ArrayLike,
@@ -231,30 +265,12 @@ def prediction_powered_mean(
     design = _check_design(design)
     tuning = _check_tuning(tuning)
     confidence = check_probability(confidence, "confidence")
-    y, f = _array(labels, "labels"), _array(judge_labelled, "judge_labelled")
-    rows = _array(judge_rows, "judge_rows")
-    if y.size != f.size:
-        raise ValueError(f"labels and judge_labelled must have one score per labelled row: {y.size} and {f.size}")
-    if y.size < 2 or rows.size == 0:
-        raise ValueError(f"need at least 2 labelled rows and some judge-scored rows, got {y.size} and {rows.size}")
-    if (labelled_strata is None) != (row_strata is None):
-        raise ValueError("give the strata of both the labelled rows and the judge's rows, or of neither")
-    lab_keys, row_keys = _keys(labelled_strata, y.size, "labelled_strata"), _keys(row_strata, rows.size, "row_strata")
+    y, f, rows, lab_keys, row_keys = _mean_inputs(labels, judge_labelled, judge_rows, labelled_strata, row_strata)
     names = sorted(set(row_keys.tolist()), key=str)
-    missing = sorted(set(lab_keys.tolist()) - set(names), key=str)
-    if missing:
-        raise ValueError(f"labelled rows in strata the run does not hold: {missing[:5]}")
-    fits = []
-    for name in names:
-        in_lab, in_rows = lab_keys == name, row_keys == name
-        n_h, big_n = int(in_lab.sum()), int(in_rows.sum())
-        if n_h < 2:
-            raise ValueError(f"stratum {name!r} has {big_n} rows but {n_h} labelled: label at least 2 in every stratum")
-        if design != "independent" and n_h > big_n:
-            raise ValueError(f"stratum {name!r} has {n_h} labelled rows but only {big_n} rows: the labelled rows are "
-                             "among the run's rows in this design")  # fmt: skip
-        fits.append(fit_stratum(y[in_lab], f[in_lab], rows[in_rows], design=design, tuning=tuning, guard=guard,
-                                smooth=small_sample))  # fmt: skip
+    fits = [
+        _fit_named(name, y, f, rows, lab_keys, row_keys, design=design, tuning=tuning, guard=guard, smooth=small_sample)
+        for name in names
+    ]
     shares = np.array([fit.rows for fit in fits], dtype=np.float64) / rows.size
     variance = float(np.sum(shares**2 * [fit.variance for fit in fits]))
     labels_variance = float(np.sum(shares**2 * [fit.labels_variance for fit in fits]))
@@ -268,14 +284,10 @@ def prediction_powered_mean(
     elif design == "independent" and len(fits) > 1:  # the strata's shares are themselves estimated from the rows
         between = _between(fits, shares) / rows.size
         variance, labels_variance = variance + between, labels_variance + between
-    note = None
-    if any(fit.guarded for fit in fits):
-        note = ("in some strata the judge's correlation with people is too weak to trust (at most 1/sqrt(n - 2)): "
-                "there the labels stand alone")  # fmt: skip
     weights = tuple(fit.lam for fit in fits)
+    note = _GUARD_NOTE if any(fit.guarded for fit in fits) else None
     if tuning == "power" and guard and any(weights) and variance >= labels_variance:
-        estimate, variance, weights = labels_estimate, labels_variance, tuple(0.0 for _ in fits)
-        note = "the judge did not narrow the interval: the labels stand alone"
+        estimate, variance, weights, note = labels_estimate, labels_variance, tuple(0.0 for _ in fits), _NO_GAIN
     method = "labels" if not any(weights) else "ppi" if tuning == "none" else "ppi++"
     z = z_score(confidence)
     if small_sample:
