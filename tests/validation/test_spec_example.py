@@ -166,7 +166,9 @@ def test_the_corrected_pass_rate_recovers_the_true_75_percent_from_the_judges_82
     # (the interval used to resample the run's pass count as if it were a second source of error)
     assert corrected["low"] == pytest.approx(0.75) == pytest.approx(corrected["high"])
     assert corrected["ppi"]["estimate"] == pytest.approx(0.75) == pytest.approx(corrected["ppi"]["high"])
-    assert corrected["ppi"]["effective_labels"] is None  # not Infinity: the JSON stays JSON
+    # every answer labelled: neither the labels nor the judge leave any variance, so no gain is claimed (and no
+    # Infinity reaches the JSON)
+    assert corrected["ppi"]["effective_labels"] == 200
     assert corrected["run_items"] == 200
 
 
