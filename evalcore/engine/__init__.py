@@ -20,6 +20,7 @@ from .agreement import (
     kappa_interval,
     kappa_standard_error,
 )
+from .allocation import NextLabels, disagreement_spread, next_labels, neyman_allocation
 from .alt_test import ALT_TEST_SCORINGS, AltTestResult, AnnotatorComparison, alternative_annotator_test
 from .bootstrap import BootstrapResult, paired_bootstrap, percentile_positions
 from .certificates import (
@@ -47,6 +48,7 @@ from .planning import (
     questions_needed,
     settle_review,
 )
+from .ppi import PredictionPowered, prediction_powered_difference, prediction_powered_mean
 from .proportions import (
     ProportionEstimate,
     detectable_difference,
@@ -176,4 +178,11 @@ __all__ = [
     "weighted_kappa",
     "weighted_kappa_interval",
     "z_score",
+    "NextLabels",
+    "disagreement_spread",
+    "neyman_allocation",
+    "next_labels",
+    "PredictionPowered",
+    "prediction_powered_difference",
+    "prediction_powered_mean",
 ]

@@ -163,8 +163,11 @@ class Stratum:
         Items people labelled in it.
     human_pass : int
         Of those, the items people passed.
-    weight : float, default 1.0
-        Sampling weight, the stratum's population over ``labelled``.
+    weight : float
+        Sampling weight: the stratum's population over ``labelled`` (no default: for a simple random
+        sample of the whole run, every stratum's weight is run items over labelled items; a weight of
+        1 would say the run holds only the labelled items). :meth:`of` computes it from the stratum's
+        population.
 
     Examples
     --------
@@ -175,7 +178,35 @@ class Stratum:
     judge_pass: bool
     labelled: int
     human_pass: int
-    weight: float = 1.0
+    weight: float
+
+    @classmethod
+    def of(cls, *, judge_pass: bool, labelled: int, human_pass: int, population: int) -> Stratum:
+        """Return the stratum whose ``labelled`` items were drawn at random from its ``population`` run items.
+
+        Parameters
+        ----------
+        judge_pass : bool
+            The judge's verdict on every item of the stratum.
+        labelled, human_pass : int
+            Items people labelled in it, and of those the items they passed.
+        population : int
+            The stratum's items in the run (at least ``labelled``).
+
+        Returns
+        -------
+        Stratum
+            With ``weight = population / labelled``.
+
+        Examples
+        --------
+        >>> Stratum.of(judge_pass=False, labelled=50, human_pass=22, population=180).weight
+        3.6
+        """
+        labelled = check_positive_int(labelled, "labelled")
+        if population < labelled:
+            raise ValueError(f"a stratum of {population} items cannot have {labelled} labelled")
+        return cls(judge_pass, labelled, human_pass, population / labelled)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,15 +270,21 @@ def corrected_pass_rate(
     run_passes: int,
     run_total: int,
     strata: Sequence[Stratum],
+    labels_from_run: bool,
     iterations: int = 10_000,
     seed: int = 7,
     confidence: float = 0.95,
 ) -> CorrectedRate:
     """Return the run's pass rate corrected for the judge's errors, with a bootstrap interval.
 
-    The interval carries both sources of uncertainty: the labelled items (resampled within each
-    stratum: the count of items people passed is binomial) and the run (its pass count is
-    binomial). Sensitivity and specificity are weighted by each stratum's sampling weight, so a
+    Each source of uncertainty is counted once. When the labels were sampled from this very run
+    (``labels_from_run``: a campaign correcting its own run), the estimand is the run's own pass rate
+    and the run's judge pass count is known exactly: only the labelled items vary (each stratum's
+    count of passes resampled, shrunk by the finite-population correction ``1 - labelled /
+    population``). The corrected rate is then the post-stratified estimate (Rogan-Gladen with the
+    strata's own weights reduces to it). When the labels come from another run scored by the same
+    judge, the correction is transported and the run's pass count is resampled too (binomial): the
+    judge's errors on this run are a fresh draw. Sensitivity and specificity are weighted by each stratum's sampling weight, so a
     sample that oversampled the judge's rare verdict still estimates the population's rates.
 
     Parameters
@@ -257,6 +294,8 @@ def corrected_pass_rate(
     strata : sequence of Stratum
         The labelled sample by stratum: the judge's verdict, how many items people labelled and
         how many of those they passed, and the weight (stratum population / labelled).
+    labels_from_run : bool
+        Whether the labelled items were drawn from this run (no default: say which).
     iterations, seed, confidence : int, int, float, default 10_000, 7 and 0.95
         As in :func:`kappa_bootstrap`: the number of bootstrap resamples, the seed of the random
         generator and the level of the two-sided interval.
@@ -274,7 +313,7 @@ def corrected_pass_rate(
     Examples
     --------
     >>> strata = [Stratum(True, 40, 36, weight=82 / 40), Stratum(False, 20, 4, weight=18 / 20)]
-    >>> rate = corrected_pass_rate(run_passes=82, run_total=100, strata=strata, iterations=2000)
+    >>> rate = corrected_pass_rate(run_passes=82, run_total=100, strata=strata, labels_from_run=True, iterations=2000)
     >>> rate.raw, round(rate.estimate, 3), round(rate.sensitivity, 3), round(rate.specificity, 3)
     (0.82, 0.774, 0.953, 0.637)
     """
@@ -301,8 +340,13 @@ def corrected_pass_rate(
     corrected = rogan_gladen(raw, se, sp)
     if math.isnan(corrected):
         note = "the judge's sensitivity + specificity is at most 1: its verdicts carry no information"
+    if not isinstance(labels_from_run, bool):
+        raise TypeError("labels_from_run must be True or False: were the labelled items drawn from this run?")
     rng = np.random.default_rng(seed)
-    passes = rng.binomial(run_total, raw, size=iterations) / run_total
+    if labels_from_run:
+        passes = np.full(iterations, raw)
+    else:
+        passes = rng.binomial(run_total, raw, size=iterations) / run_total
     # each stratum's pass rate resampled from its count smoothed by half an item either way (as the stratified
     # kappa is): a stratum that shows no failure may still hold some; unsmoothed, the interval of a rare failure
     # class's corrected rate covered about 93.5 % instead of 95
@@ -312,6 +356,10 @@ def corrected_pass_rate(
             for s in strata
         ]
     ).astype(float)
+    if labels_from_run:  # a sample without replacement from the stratum's items: the finite-population correction
+        centre = np.array([[s.human_pass] for s in strata], dtype=float)
+        shrink = np.sqrt(np.clip([[1.0 - 1.0 / s.weight] for s in strata], 0.0, 1.0))
+        human = centre + shrink * (human - centre)
     se_b, sp_b = _se_sp(strata, human)
     youden = se_b + sp_b - 1.0
     with np.errstate(invalid="ignore", divide="ignore"):

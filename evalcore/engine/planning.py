@@ -56,6 +56,8 @@ _LARGE_POPULATION = 10**9
 _MAX_SEARCH = 10**7
 #: Statistics a label plan predicts, and what :func:`labels_needed` can target.
 LABEL_STATISTICS = ("miss_rate", "false_fail_rate", "kappa", "corrected_pass_rate")
+#: How a plan spreads its sample over the strata (see :func:`label_plan`).
+ALLOCATIONS = ("verdict floor", "neyman")
 
 
 def _pct(value: float, digits: int = 0) -> str:
@@ -332,6 +334,7 @@ def label_plan(
     heldout_fraction: float = 0.3,
     overlap: int = 1,
     min_class_share: float = 0.25,
+    allocation: str = "verdict floor",
     confidence: float = 0.95,
 ) -> LabelPlan:
     """Return the half-widths a campaign of ``size`` items will show, for the report and the held-out split.
@@ -354,6 +357,11 @@ def label_plan(
         statistics rest on each item's final label, so overlap costs labels, not precision).
     min_class_share : float, default 0.25
         Each judge verdict's least share of the sample (as campaigns sample).
+    allocation : {"verdict floor", "neyman"}, default "verdict floor"
+        How the sample is spread over the strata: each judge verdict's floor of ``min_class_share``
+        (what the judge's miss rate needs), or Neyman's rule on the assumed disagreement with the
+        judge in each stratum (what the corrected pass rate needs: labels where the judge is least
+        reliable, see :mod:`.allocation`).
     confidence : float, default 0.95
         Level of the intervals.
 
@@ -390,7 +398,14 @@ def label_plan(
             population = check_positive_int(population, "population")
         population_strata = _population_strata(assumptions, population)
         run_total = population
-    design = sample_design(size, population_strata, run_total, min_class_share)
+    if allocation not in ALLOCATIONS:
+        raise ValueError(f"allocation must be one of {ALLOCATIONS}, got {allocation!r}")
+    spread = None
+    if allocation == "neyman":
+        keys = list(population_strata)
+        fail = _fail_given_verdict(assumptions, np.array([k[1] for k in keys], dtype=bool))
+        spread = {k: float(np.sqrt(d * (1 - d))) for k, d in zip(keys, fail)}
+    design = sample_design(size, population_strata, run_total, min_class_share, spread)
     weighted = not design.self_weighting()
     z = z_score(confidence)
     report = _precision(design, assumptions, z, weighted)
@@ -461,6 +476,7 @@ def labels_needed(
     heldout_fraction: float = 0.3,
     overlap: int = 1,
     min_class_share: float = 0.25,
+    allocation: str = "verdict floor",
     confidence: float = 0.95,
 ) -> LabelsNeeded:
     """Return the fewest items whose predicted half-width of ``statistic`` is at most ``target``.
@@ -473,7 +489,7 @@ def labels_needed(
         One of :data:`LABEL_STATISTICS`.
     split : {"report", "heldout"}, default "report"
         Plan the report on every item, or a re-measurement on the held-out split alone.
-    assumptions, strata, population, heldout_fraction, overlap, min_class_share, confidence
+    assumptions, strata, population, heldout_fraction, overlap, min_class_share, allocation, confidence
         As in :func:`label_plan`.
 
     Returns
@@ -500,6 +516,7 @@ def labels_needed(
         heldout_fraction=heldout_fraction,
         overlap=overlap,
         min_class_share=min_class_share,
+        allocation=allocation,
         confidence=confidence,
     )
 
@@ -535,6 +552,7 @@ def labels_needed(
 
 
 __all__ = [
+    "ALLOCATIONS",
     "LABEL_STATISTICS",
     "SELF_WEIGHTING",
     "JudgeAssumptions",

@@ -106,7 +106,12 @@ class JudgeValidation:
 
 @dataclass(frozen=True)
 class CorrectedPassRate:
-    """A run's judge pass rate and the same rate corrected for the judge's known errors (Rogan–Gladen)."""
+    """A run's judge pass rate and the same rate corrected for the judge's known errors.
+
+    ``corrected``/``low``/``high`` are the estimate the tool uses, named by ``method``: the
+    prediction-powered one when people labelled this run's rows (with the labels-only estimate and
+    what the judge was worth beside it), else Rogan–Gladen transported from the judge's validation.
+    """
 
     run: str
     raw: float
@@ -115,6 +120,14 @@ class CorrectedPassRate:
     high: float | None
     items: int
     note: str = ""
+    method: str = "Rogan–Gladen"
+    rogan_gladen: float | None = None
+    rogan_gladen_low: float | None = None
+    rogan_gladen_high: float | None = None
+    labels_only: float | None = None
+    labels_only_low: float | None = None
+    labels_only_high: float | None = None
+    worth: str = ""
 
 
 class JudgeValidationSource(Protocol):

@@ -9,7 +9,8 @@ the engine's own kernels, for every replication at once:
   sample's count (samples that weigh themselves), as :func:`~evalcore.engine.stratified_agreement`
   and the judge report do;
 * kappa: the stratified bootstrap (weighted) or the pooled one (self-weighting);
-* the corrected pass rate: the bootstrap of :func:`~evalcore.engine.judge.corrected_pass_rate`;
+* the corrected pass rate: the bootstrap of :func:`~evalcore.engine.judge.corrected_pass_rate` on the campaign's
+  own run (``labels_from_run=True``);
 * a comparison: the real gate, once per distinct draw of the per-question differences.
 
 ``tests/engine/test_planning_simulation.py`` checks that these replicas agree with the real
@@ -149,7 +150,9 @@ def _simulate_chunk(
     out_est["corrected_pass_rate"] = np.array(
         [rogan_gladen(raw, *_se_sp(weights, h, (n_pass, n_fail))) for h in human_pass]
     )
-    passes = rng.binomial(int(size.sum()), raw, (replications, iterations)) / size.sum()
+    # the campaign corrects its own run: the run's pass count is known (labels_from_run=True), each stratum's
+    # resampled passes shrunk by the finite-population correction
+    passes = raw
     boot_human = np.stack(
         [
             rng.binomial(n, smooth(human_pass[:, s, None], n), (replications, iterations))
@@ -157,6 +160,8 @@ def _simulate_chunk(
         ],
         axis=-1,
     ).astype(float)
+    shrink = np.sqrt(np.clip(1 - np.array([n_pass, n_fail]) / size, 0, 1))
+    boot_human = human_pass[:, None, :] + shrink * (boot_human - human_pass[:, None, :])
     se_b, sp_b = _se_sp(weights, boot_human, (n_pass, n_fail))
     youden = se_b + sp_b - 1
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -21,7 +21,11 @@ RESULTS = {
     ),
     "kappa_bootstrap": lambda: kappa_bootstrap([[142, 8], [22, 28]], iterations=200),
     "corrected_pass_rate": lambda: corrected_pass_rate(
-        run_passes=82, run_total=100, strata=[Stratum(True, 40, 36), Stratum(False, 20, 4)], iterations=200
+        run_passes=82,
+        run_total=100,
+        strata=[Stratum(True, 40, 36, 82 / 40), Stratum(False, 20, 4, 18 / 20)],
+        labels_from_run=False,
+        iterations=200,
     ),
 }
 CLASSES = (engine.BootstrapResult, engine.ProportionEstimate, engine.KappaEstimate, KappaBootstrap, CorrectedRate)

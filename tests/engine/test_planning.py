@@ -91,10 +91,17 @@ def test_a_sample_that_weighs_itself_is_planned_as_the_report_counts_it():
     assert plan.report.miss_rate == pytest.approx(wilson, rel=0.01)
 
 
-def test_the_corrected_rate_is_wider_in_a_small_run_whose_pass_count_is_itself_uncertain():
+def test_the_corrected_rate_is_narrower_in_a_small_run_the_sample_covers_much_of():
+    # the campaign corrects its own run: its pass count is known, and 200 of 400 items leave half the run unlabelled
     small_run = label_plan(200, assumptions=SPEC, population=400)
     large_run = label_plan(200, assumptions=SPEC)
-    assert small_run.report.corrected_pass_rate > large_run.report.corrected_pass_rate
+    assert small_run.report.corrected_pass_rate < large_run.report.corrected_pass_rate
+
+
+def test_the_planner_no_longer_counts_the_runs_sampling_error_twice():
+    # a run of 2,000, plus or minus 4 points: 975 labels when the run's pass count was counted as uncertain
+    needed = labels_needed(0.04, statistic="corrected_pass_rate", assumptions=SPEC, population=2000)
+    assert 240 <= needed.items <= 300
 
 
 def test_warnings_say_when_the_prediction_is_optimistic_or_the_run_too_small():

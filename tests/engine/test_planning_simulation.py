@@ -177,7 +177,9 @@ def test_the_simulated_report_matches_stratified_agreement_and_the_corrected_rat
         Stratum(True, plan.judge_pass_items, int(plan.judge_pass_items - fail_pass[0]), weights[0]),
         Stratum(False, plan.judge_fail_items, int(plan.judge_fail_items - fail_fail[0]), weights[1]),
     ]
-    rate = corrected_pass_rate(run_passes=int(size[0]), run_total=int(size.sum()), strata=strata, seed=seed)
+    rate = corrected_pass_rate(
+        run_passes=int(size[0]), run_total=int(size.sum()), strata=strata, labels_from_run=True, seed=seed
+    )
     assert rate.estimate == pytest.approx(simulated.estimate["corrected_pass_rate"][0])
     assert (rate.low, rate.high) == pytest.approx(
         (simulated.low["corrected_pass_rate"][0], simulated.high["corrected_pass_rate"][0]), abs=0.002

@@ -4,6 +4,7 @@ and the run, weighted by the campaign's strata."""
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -88,7 +89,12 @@ def simulate(seed: int, *, weighted: bool = True, iterations: int = 10_000):
         )
         estimate += len(members) * human_pass / len(sample)
     result = corrected_pass_rate(
-        run_passes=int(judge.sum()), run_total=POPULATION, strata=strata, iterations=iterations, seed=seed
+        run_passes=int(judge.sum()),
+        run_total=POPULATION,
+        strata=strata,
+        labels_from_run=True,
+        iterations=iterations,
+        seed=seed,
     )
     return result, float(truth.mean()), estimate / POPULATION
 
@@ -139,7 +145,8 @@ def test_the_interval_is_reproducible_with_the_same_seed_and_wider_than_the_labe
 
 
 def test_labels_of_one_class_only_leave_the_corrected_rate_unknown():
-    result = corrected_pass_rate(run_passes=80, run_total=100, strata=[Stratum(True, 10, 10), Stratum(False, 10, 10)])
+    strata = [Stratum(True, 10, 10, 8.0), Stratum(False, 10, 10, 2.0)]
+    result = corrected_pass_rate(run_passes=80, run_total=100, strata=strata, labels_from_run=True)
 
     assert math.isnan(result.estimate) and math.isnan(result.low)
     assert "only one class" in result.note
@@ -147,9 +154,19 @@ def test_labels_of_one_class_only_leave_the_corrected_rate_unknown():
 
 def test_corrected_pass_rate_refuses_impossible_inputs():
     with pytest.raises(ValueError, match="run_passes"):
-        corrected_pass_rate(run_passes=120, run_total=100, strata=[Stratum(True, 10, 8)])
+        corrected_pass_rate(run_passes=120, run_total=100, strata=[Stratum(True, 10, 8, 10.0)], labels_from_run=True)
     with pytest.raises(ValueError, match="no labelled items"):
-        corrected_pass_rate(run_passes=80, run_total=100, strata=[Stratum(True, 0, 0)])
+        corrected_pass_rate(run_passes=80, run_total=100, strata=[Stratum(True, 0, 0, 1.0)], labels_from_run=True)
+    with pytest.raises(TypeError, match="labels_from_run"):
+        corrected_pass_rate(run_passes=80, run_total=100, strata=[Stratum(True, 10, 8, 10.0)], labels_from_run=None)
+
+
+def test_a_stratum_states_its_weight_and_of_computes_population_over_sample():
+    with pytest.raises(TypeError):
+        Stratum(True, 10, 8)  # no silent weight of 1
+    assert Stratum.of(judge_pass=True, labelled=40, human_pass=36, population=1640).weight == 41.0
+    with pytest.raises(ValueError, match="cannot have"):
+        Stratum.of(judge_pass=True, labelled=40, human_pass=36, population=20)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -220,7 +237,9 @@ def test_the_reports_corrected_block_weights_each_stratum_by_its_population(over
     assert corrected["specificity"] == pytest.approx(tn / (tn + fp))
     assert corrected["corrected"] == pytest.approx(rogan_gladen(run_passes / RUN_SIZE, tp / (tp + fn), tn / (tn + fp)))
     assert corrected["corrected"] == pytest.approx(estimate / RUN_SIZE)
-    expected = corrected_pass_rate(run_passes=run_passes, run_total=RUN_SIZE, strata=strata, seed=campaign.seed)
+    expected = corrected_pass_rate(
+        run_passes=run_passes, run_total=RUN_SIZE, strata=strata, labels_from_run=True, seed=campaign.seed
+    )
     # the same bootstrap up to the order in which the strata draw their resamples
     assert (corrected["low"], corrected["high"]) == pytest.approx((expected.low, expected.high), abs=0.01)
     truth = sum(human_of(i) for i in range(RUN_SIZE)) / RUN_SIZE
@@ -244,8 +263,26 @@ def test_the_report_page_shows_the_corrected_rate_beside_the_judges_raw_rate(ove
 
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
 
+    ppi = corrected["ppi"]
+    pct = lambda v: f"{100 * v:.0f} %"  # noqa: E731
     assert (
-        f"Judge pass rate on the run {100 * corrected['raw']:.0f} % · corrected for the judge's errors "
-        f"<strong>{100 * corrected['corrected']:.0f} %</strong> ({100 * corrected['low']:.0f} %–{100 * corrected['high']:.0f} %)"
+        f"Judge pass rate on the run {pct(corrected['raw'])} · prediction-powered estimate "
+        f"<strong>{pct(ppi['estimate'])}</strong> ({pct(ppi['low'])}–{pct(ppi['high'])}) · labels alone "
+        f"{pct(ppi['labels_estimate'])} ({pct(ppi['labels_low'])}–{pct(ppi['labels_high'])}) · Rogan–Gladen "
+        f"{pct(corrected['corrected'])} ({pct(corrected['low'])}–{pct(corrected['high'])})"
     ) in page
-    assert f"the run's {RUN_SIZE} answers" in page
+    assert f"all {RUN_SIZE} answers" in page
+    assert html.escape(ppi["words"]) in page and "the judge was worth" in ppi["words"]
+    # stratified by the judge's verdicts, the prediction-powered estimate is Rogan-Gladen on the campaign's own run
+    assert ppi["estimate"] == pytest.approx(corrected["corrected"])
+
+
+def test_the_report_says_where_the_next_labels_narrow_the_corrected_rate_most(oversampled, db, owner_client):
+    campaign = Campaign.objects.get(pk=oversampled)
+    report = judge_report(campaign)
+
+    advice = report.next_labels
+    assert advice and advice.startswith("label ") and " more answers in " in advice
+    assert "plus or minus" in advice
+    page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
+    assert html.escape(advice) in page

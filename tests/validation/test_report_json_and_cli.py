@@ -74,6 +74,7 @@ def test_the_json_report_keeps_its_keys(campaign):
         "heldout_spent",
         "corrected",
         "more_labels",
+        "next_labels",
         "label_set",
         "guideline_version",
         "agreement",
@@ -117,6 +118,23 @@ def test_the_json_report_keeps_its_keys(campaign):
         "note",
         "run_items",
         "iterations",
+        "ppi",
+        "used",
+    ]
+    assert report["corrected"]["used"] == "prediction-powered"
+    assert list(report["corrected"]["ppi"]) == [
+        "estimate",
+        "low",
+        "high",
+        "labels_estimate",
+        "labels_low",
+        "labels_high",
+        "labels",
+        "effective_labels",
+        "worth",
+        "words",
+        "method",
+        "note",
     ]
 
 

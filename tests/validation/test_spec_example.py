@@ -162,7 +162,13 @@ def test_the_corrected_pass_rate_recovers_the_true_75_percent_from_the_judges_82
     assert corrected["sensitivity"] == pytest.approx(142 / 150)
     assert corrected["specificity"] == pytest.approx(28 / 50)
     assert corrected["corrected"] == pytest.approx(0.75)  # people passed 150 of 200
-    assert corrected["low"] < 0.75 < corrected["high"]
+    # people labelled every one of the run's 200 answers: its own pass rate is known, no sampling error is left
+    # (the interval used to resample the run's pass count as if it were a second source of error)
+    assert corrected["low"] == pytest.approx(0.75) == pytest.approx(corrected["high"])
+    assert corrected["ppi"]["estimate"] == pytest.approx(0.75) == pytest.approx(corrected["ppi"]["high"])
+    # every answer labelled: neither the labels nor the judge leave any variance, so no gain is claimed (and no
+    # Infinity reaches the JSON)
+    assert corrected["ppi"]["effective_labels"] == 200
     assert corrected["run_items"] == 200
 
 

@@ -10,9 +10,14 @@ always agree.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalcore.engine import next_labels
+from evalcore.engine._design import SMOOTHING
 from evalcore.services.planning import about, plan_labels, spread
 from evalcore.services.problems import UserFacingError
 
@@ -25,6 +30,7 @@ from .judge_agreement import Agreement, agreement
 from .judge_stats import (
     CoreStats,
     CorrectedPassRate,
+    Pair,
     core_stats,
     corrected_pass_rate,
     labelled_pairs,
@@ -93,6 +99,7 @@ class JudgeReport(Result):
     heldout_spent: HeldoutSpent | None
     corrected: CorrectedPassRate | None
     more_labels: str | None = None  # the planner at the judge's measured error rates: what a target would take
+    next_labels: str | None = None  # where more labels shrink the corrected pass rate's interval most
     answers: CoreStats | None = None  # claim campaigns: the same rolled up to whole answers
     label_set: dict[str, Any] | None = None  # the metric's label set: binary words, or the scale and threshold
     guideline_version: int = 1
@@ -174,6 +181,33 @@ def _oversampled(campaign: Campaign) -> bool:
     return any(abs(s["sampled"] / s["available"] - first) > 0.01 for s in campaign.strata if s["available"])
 
 
+NEXT_LABELS = 50  # the batch the judge report advises on
+
+
+def next_labels_advice(pairs: Sequence[Pair], strata: dict[str, tuple[int, bool]], *, unit_word: str) -> str | None:
+    """Where the next labels shrink the corrected pass rate's interval most, in words (None when nothing is left).
+
+    Each stratum's spread is that of people's disagreement with the judge among its labelled items,
+    smoothed by half an item (a stratum that shows no disagreement yet may still hold some), and the
+    next :data:`NEXT_LABELS` labels go one at a time where the stratified variance falls most
+    (:func:`evalcore.engine.next_labels`). Strata nobody labelled yet are left to the campaign's sampler.
+    """
+    labelled = Counter(p.stratum for p in pairs if p.stratum in strata)
+    if not labelled:
+        return None
+    disagree = Counter(p.stratum for p in pairs if p.stratum in strata and p.human != p.judge)
+    spread = {}
+    for name, n in labelled.items():
+        d = (disagree[name] + SMOOTHING) / (n + 2 * SMOOTHING)
+        spread[name] = math.sqrt(d * (1 - d))
+    sizes = {name: strata[name][0] for name in labelled}
+    advice = next_labels(sizes, labelled=dict(labelled), spread=spread, extra=NEXT_LABELS)
+    if not advice.extra:
+        return None
+    names = {name: f"in {name}" for name in sizes}
+    return advice.in_words(unit=unit_word, names=names)
+
+
 def more_labels(stats: CoreStats, strata: dict[str, tuple[int, bool]], *, unit_word: str) -> str | None:
     """What more labels would buy, planned at the error rates these labels show (None where they show too little).
 
@@ -244,6 +278,7 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
         heldout_spent=spent,
         corrected=corrected_pass_rate(campaign, pairs) if verdict_set is None else None,
         more_labels=more_labels(stats, strata, unit_word=word) if verdict_set is None else None,
+        next_labels=next_labels_advice(pairs, strata, unit_word=word) if verdict_set is None else None,
         answers=(
             core_stats(rollup_to_answers(pairs), unit_word="answers", seed=campaign.seed)
             if campaign.unit == Campaign.Unit.CLAIM

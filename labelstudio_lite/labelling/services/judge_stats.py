@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evalcore.engine import binary_agreement, proportion_interval, stratified_agreement
+from evalcore.engine import binary_agreement, prediction_powered_mean, proportion_interval, stratified_agreement
 from evalcore.engine.judge import Stratum, kappa_bootstrap
 from evalcore.engine.judge import corrected_pass_rate as engine_corrected_pass_rate
 from evalcore.engine.planning import SELF_WEIGHTING  # strata weights within this ratio: the sample counts as it is
@@ -283,8 +283,30 @@ def _weighted(
 
 
 @dataclass(frozen=True)
+class PredictionPoweredRate(Result):
+    """A run's judge metric estimated from every judge-scored row plus people's labels (PPI++), beside the labels alone."""
+
+    estimate: float
+    low: float
+    high: float
+    labels_estimate: float
+    labels_low: float
+    labels_high: float
+    labels: int
+    effective_labels: float | None
+    worth: float | None
+    words: str
+    method: str
+    note: str
+
+
+@dataclass(frozen=True)
 class CorrectedPassRate(Result):
-    """The run's judge pass rate (``raw``) corrected for the judge's errors, with its interval."""
+    """The run's judge pass rate (``raw``) corrected for the judge's errors, with its interval.
+
+    ``corrected``/``low``/``high`` are Rogan-Gladen's; ``ppi`` the prediction-powered estimate
+    (None when the labels were not drawn from this run); ``used`` says which the tool uses.
+    """
 
     raw: float
     corrected: float | None
@@ -295,6 +317,47 @@ class CorrectedPassRate(Result):
     note: str
     run_items: int
     iterations: int
+    ppi: PredictionPoweredRate | None = None
+    used: str = "Rogan–Gladen"
+
+
+def prediction_powered_rate(
+    pairs: Sequence[Pair], judge_rows: Sequence[tuple[str, float]]
+) -> PredictionPoweredRate | str:
+    """The prediction-powered estimate of people's mean from labelled pairs and the judge's score on every row.
+
+    ``judge_rows`` holds (stratum, judge score) for every row of the run the pairs were sampled from
+    (for a pass/fail metric, 1 or 0); each stratum's labelled pairs must be a random sample of its rows.
+    Works for any judge metric scored per row; returns why not (a string) when it cannot be computed.
+    """
+    if not pairs or not judge_rows:
+        return "no labelled items"
+    try:
+        r = prediction_powered_mean(
+            labels=[float(p.human) for p in pairs],
+            judge_labelled=[float(p.judge) for p in pairs],
+            judge_rows=[score for _, score in judge_rows],
+            labelled_strata=[p.stratum for p in pairs],
+            row_strata=[name for name, _ in judge_rows],
+            design="run",
+        )
+    except ValueError as error:
+        return str(error)
+    clip = lambda v: min(1.0, max(0.0, v))  # noqa: E731 - a pass rate's bounds
+    return PredictionPoweredRate(
+        estimate=r.estimate,
+        low=clip(r.low),
+        high=clip(r.high),
+        labels_estimate=r.labels_only.estimate,
+        labels_low=clip(r.labels_only.low),
+        labels_high=clip(r.labels_only.high),
+        labels=r.labels,
+        effective_labels=finite(r.effective_labels),  # infinite when every row is labelled: JSON has no Infinity
+        worth=finite(r.worth),
+        words=r.in_words(),
+        method=r.method,
+        note=r.note or "",
+    )
 
 
 def rogan_gladen_strata(pairs: Sequence[Pair], population: dict[str, tuple[int, bool]]) -> list[Stratum]:
@@ -331,6 +394,7 @@ def corrected_pass_rate(
     available = stratum_population(campaign)
     if not available:
         return None
+    labels_from_run = run_total is None  # the campaign's own run: its judge pass count is no source of error
     if run_total is None:
         run_total = sum(a for a, _ in available.values())
         run_passes = sum(a for a, passed in available.values() if passed)
@@ -342,11 +406,20 @@ def corrected_pass_rate(
             run_passes=int(run_passes or 0),
             run_total=run_total,
             strata=strata,
+            labels_from_run=labels_from_run,
             iterations=ITERATIONS,
             seed=campaign.seed,
         )
     except ValueError:
         return None
+    ppi: PredictionPoweredRate | str | None = None
+    if labels_from_run:
+        rows = [(name, 1.0 if passed else 0.0) for name, (count, passed) in available.items() for _ in range(count)]
+        ppi = prediction_powered_rate([p for p in pairs if p.stratum in available], rows)
+    note = rate.note or ""
+    if isinstance(ppi, str):
+        note = f"{note} No prediction-powered estimate: {ppi}.".strip()
+        ppi = None
     return CorrectedPassRate(
         raw=rate.raw,
         corrected=finite(rate.estimate),
@@ -354,7 +427,9 @@ def corrected_pass_rate(
         high=finite(rate.high),
         sensitivity=finite(rate.sensitivity),
         specificity=finite(rate.specificity),
-        note=rate.note,
+        note=note,
         run_items=run_total,
         iterations=rate.iterations,
+        ppi=ppi,
+        used="prediction-powered" if ppi is not None else "Rogan–Gladen",
     )

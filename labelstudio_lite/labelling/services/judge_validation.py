@@ -310,12 +310,34 @@ def run_corrected_pass_rate(config: JudgeConfig, run: Run) -> CorrectedPassRate 
     chosen = _chosen(list(measurements(config, DEFAULT_METRIC)))
     if chosen is None:
         return None
-    verdicts = [candidate.judge_supported for candidate in population(run, chosen.campaign.unit, chosen.campaign)]
-    if not verdicts:
-        return None
-    rate = corrected_pass_rate(chosen.campaign, chosen.pairs, run_passes=sum(verdicts), run_total=len(verdicts))
+    if chosen.source == "judge report" and chosen.campaign.run_id == run.pk:
+        # the campaign's own run: its labels were drawn from these rows, so the run's pass count is no source of error
+        rate = corrected_pass_rate(chosen.campaign, chosen.pairs)
+    else:
+        verdicts = [candidate.judge_supported for candidate in population(run, chosen.campaign.unit, chosen.campaign)]
+        if not verdicts:
+            return None
+        rate = corrected_pass_rate(chosen.campaign, chosen.pairs, run_passes=sum(verdicts), run_total=len(verdicts))
     if rate is None:
         return None
+    rg = dict(rogan_gladen=rate.corrected, rogan_gladen_low=rate.low, rogan_gladen_high=rate.high)
+    if rate.ppi is not None:
+        ppi = rate.ppi
+        return CorrectedPassRate(
+            run=run.name,
+            raw=rate.raw,
+            corrected=ppi.estimate,
+            low=ppi.low,
+            high=ppi.high,
+            items=rate.run_items,
+            note=rate.note or "",
+            method="prediction-powered",
+            labels_only=ppi.labels_estimate,
+            labels_only_low=ppi.labels_low,
+            labels_only_high=ppi.labels_high,
+            worth=ppi.words,
+            **rg,
+        )
     return CorrectedPassRate(
         run=run.name,
         raw=rate.raw,
@@ -324,6 +346,7 @@ def run_corrected_pass_rate(config: JudgeConfig, run: Run) -> CorrectedPassRate 
         high=rate.high,
         items=rate.run_items,
         note=rate.note or "",
+        **rg,
     )
 
 
