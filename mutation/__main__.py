@@ -12,8 +12,10 @@ exits 1 when more than ``LSL_MUTATE_MAX_SURVIVAL`` percent (default 3) of the no
 all the modules together survive. Equivalent mutants (they cannot change any result: see
 :mod:`mutation.equivalent`, each entry reviewed and with its reason) are not counted as survivors.
 
-Options: ``--keep`` reuses ``mutants/`` from a previous run (mutmut re-tests only the functions that
-changed); by default it starts afresh. Anything else is passed to ``mutmut run`` (e.g. mutant names).
+Options: ``--keep`` keeps ``mutants/`` (mutmut's copy of the code, its results) after the run and reuses
+it in the next one (mutmut then re-tests only the functions that changed; ``.venv/bin/mutmut show NAME``
+and ``browse`` read it); by default the run starts afresh and removes it at the end, so no second copy of
+the code lies in the tree. Anything else is passed to ``mutmut run`` (e.g. mutant names).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ ENGINE = Path("evalcore/engine")
 #: The seeded simulations (test_gate_simulation.py and the like) are left out on purpose: they take
 #: seconds each and would be run in full for every survivor; the deterministic tests must kill.
 MODULES: dict[str, tuple[str, ...]] = {
-    "release_gate.py": ("test_gate.py", "test_gate_edges.py", "test_spec_examples.py"),
+    "release_gate.py": ("test_gate.py", "test_gate_edges.py", "test_names.py", "test_spec_examples.py"),
     "_gate_cells.py": ("test_gate.py", "test_gate_edges.py"),
     "_gate_frames.py": ("test_gate.py", "test_gate_edges.py"),
     "agreement.py": ("test_agreement.py", "test_gate_edges.py", "test_stratified.py", "test_spec_examples.py"),
@@ -196,6 +198,8 @@ def main(argv: list[str]) -> int:
         f"\n{alive} of {counted} mutants survive ({rate:.1f} %; at most {limit:g} % allowed), "
         f"{totals['equivalent']} equivalent ones not counted; {elapsed / 60:.1f} min"
     )
+    if not keep:
+        shutil.rmtree("mutants", ignore_errors=True)
     if rate > limit:
         print(
             f"error: {rate:.1f} % of the mutants survive, more than {limit:g} %: add tests that kill them "

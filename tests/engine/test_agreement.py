@@ -350,3 +350,19 @@ def _pairs_of(table):
     a = [i for i in range(m) for j in range(m) for _ in range(int(table[i][j]))]
     b = [j for i in range(m) for j in range(m) for _ in range(int(table[i][j]))]
     return a, b
+
+
+def test_kappa_without_a_second_class_has_no_standard_error_and_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no division by zero behind the NaN
+        assert math.isnan(kappa_standard_error([[40, 0], [0, 0]]))
+        assert math.isnan(kappa_standard_error(np.array([[0, 0], [0, 7]], dtype=np.int64)))
+
+
+def test_an_undefined_kappa_interval_keeps_its_level_and_says_why():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimate = kappa_interval(["a"] * 6, ["a"] * 6, confidence=0.9)
+    assert estimate.confidence == 0.9
+    assert math.isnan(estimate.estimate) and math.isnan(estimate.se)
+    assert estimate.undefined_reason == KAPPA_UNDEFINED_REASON

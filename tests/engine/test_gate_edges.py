@@ -176,3 +176,64 @@ def test_one_class_throughout_needs_the_labels_named():
     )
     assert math.isnan(report.kappa) and report.kappa_undefined_reason is not None
     assert report.agreement == 1.0 and report.failures == 0
+
+
+# --------------------------------------------------------------------------------------------
+# which interval a cell gets, and which scores count
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("continuous", ["base", "cand"])
+def test_a_metric_is_pass_fail_only_when_both_runs_score_zero_or_one(continuous):
+    rng = np.random.default_rng(1)
+    zero_one = (rng.random(40) < 0.7).astype(float)
+    graded = np.round(rng.random(40), 2)
+    base = pd.DataFrame({"m": graded if continuous == "base" else zero_one})
+    cand = pd.DataFrame({"m": graded if continuous == "cand" else zero_one})
+    (decision,) = gate_frame(base, cand, iterations=300).decisions
+    assert decision.interval_method == "expanded" and decision.iterations == 300
+    both = gate_frame(pd.DataFrame({"m": zero_one}), pd.DataFrame({"m": zero_one[::-1]}), iterations=300)
+    assert both.decisions[0].interval_method == "tango"
+
+
+def test_a_score_that_is_not_a_number_counts_as_not_scored():
+    base = pd.DataFrame({"m": [1.0] * 30 + ["n/a"] * 5}, dtype=object)
+    cand = pd.DataFrame({"m": [0.0] * 30 + [1.0] * 5})
+    (decision,) = gate_frame(base, cand, metrics=["m"], iterations=300).decisions
+    assert decision.n == 30 and decision.mean == -1.0 and decision.status == "block"
+
+
+def test_nullable_scores_with_missing_values_are_paired_on_the_scored_questions():
+    base = pd.DataFrame({"m": pd.array([1.0] * 30 + [None] * 5, dtype="Float64")})
+    cand = pd.DataFrame({"m": pd.array([0.0] * 30 + [1.0] * 5, dtype="Float64")})
+    (decision,) = gate_frame(base, cand, iterations=300).decisions
+    assert decision.n == 30 and decision.status == "block"
+
+
+def test_an_unknown_status_is_refused_with_every_unknown_named_once():
+    from evalcore.engine import overall_status
+
+    with pytest.raises(ValueError) as caught:
+        overall_status(["pass", "ok", "fine", "ok"])
+    assert str(caught.value) == "unknown gate status(es) 'fine', 'ok'; a status is one of ('pass', 'review', 'block')"
+
+
+def test_boolean_columns_are_not_gated_by_default():
+    base = pd.DataFrame({"m": [1.0] * 20, "flagged": [True, False] * 10})
+    cand = pd.DataFrame({"m": [1.0] * 20, "flagged": [False, True] * 10})
+    assert [d.metric for d in gate_frame(base, cand, iterations=300).decisions] == ["m"]
+
+
+def test_a_metric_asked_for_must_be_in_both_frames_and_the_error_lists_the_shared_ones():
+    base = pd.DataFrame({"m": [1.0] * 20, "only_base": [1.0] * 20})
+    cand = pd.DataFrame({"m": [1.0] * 20, "only_cand": [1.0] * 20})
+    with pytest.raises(ValueError) as caught:
+        gate_frame(base, cand, metrics=["only_base"])
+    assert str(caught.value) == "metric(s) ['only_base'] are not columns of both frames; available: ['m']"
+
+
+def test_frames_without_a_numeric_column_in_common_are_refused_in_words():
+    base = pd.DataFrame({"note": ["a"] * 3})
+    with pytest.raises(ValueError) as caught:
+        gate_frame(base, base.copy())
+    assert str(caught.value) == "no metrics to gate: the frames share no numeric columns"

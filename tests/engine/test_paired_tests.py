@@ -162,3 +162,30 @@ def test_size_under_exchangeable_differences_is_at_most_alpha(changed):
     )
     for level in (0.025, 0.05, 0.1, 0.3):
         assert np.mean(p_values <= level) <= level + 3 * np.sqrt(level * (1 - level) / 600)
+
+
+def test_on_a_fine_lattice_every_tail_is_exact_from_no_rise_to_all_rising():
+    # 300 changes in 60ths: a lattice of more than 4,096 sums, turned back by the FFT
+    rng = np.random.default_rng(60)
+    units = rng.integers(1, 61, size=300)
+    assert units.sum() + 1 > 4096
+    signs = np.where(rng.random(300) < 0.5, -1, 1)
+    for rose in (np.zeros(300, bool), signs > 0, np.ones(300, bool)):
+        diffs = np.where(rose, units, -units) / 60
+        result = drop_test(diffs)
+        assert result.method == "exact"
+        expected = subset_sum_cdf(units, int(units[rose].sum()))
+        assert result.p_value == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        assert 0.0 <= result.p_value <= 1.0
+    assert drop_test(units / 60).p_value == 1.0  # every change rose: nothing is more extreme than no drop at all
+
+
+def test_the_direct_convolution_and_the_fft_agree_either_side_of_their_switch():
+    # sums of 4,095 and 4,097 lattice points: one is convolved directly, the other by the FFT
+    for total in (4094, 4096):
+        units = np.array([total - 2, 1, 1])
+        for rose in ([False, True, True], [True, False, False], [True, True, True], [False, False, False]):
+            rose = np.array(rose)
+            expected = subset_sum_cdf(units, int(units[rose].sum()))
+            got = paired_tests._lattice_cdf(units, rose)
+            assert got == pytest.approx(expected, abs=1e-12)
