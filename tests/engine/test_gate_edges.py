@@ -237,3 +237,46 @@ def test_frames_without_a_numeric_column_in_common_are_refused_in_words():
     with pytest.raises(ValueError) as caught:
         gate_frame(base, base.copy())
     assert str(caught.value) == "no metrics to gate: the frames share no numeric columns"
+
+
+# --------------------------------------------------------------------------------------------
+# gate_frame's options reach every decision
+# --------------------------------------------------------------------------------------------
+
+
+def _continuous(n=60, seed=2, shift=-0.01):
+    rng = np.random.default_rng(seed)
+    base = np.round(rng.random(n), 3)
+    return base, np.clip(base + rng.normal(shift, 0.05, n), 0, 1)
+
+
+def test_gate_frame_bootstraps_ten_thousand_times_by_default():
+    base, cand = _continuous()
+    (decision,) = gate_frame(pd.DataFrame({"m": base}), pd.DataFrame({"m": cand})).decisions
+    assert decision.interval_method == "expanded" and decision.iterations == 10_000
+
+
+def test_gate_frame_gives_the_interval_of_the_pairs_in_the_baselines_order():
+    base, cand = _continuous()
+    ids = [f"q{i:02d}" for i in range(60)][::-1]  # not sorted: the baseline's own order counts
+    framed = gate_frame(pd.DataFrame({"m": base}, index=ids), pd.DataFrame({"m": cand}, index=ids), iterations=500)
+    direct = gate("m", base, cand, iterations=500)
+    assert (framed.decisions[0].low, framed.decisions[0].high) == (direct.low, direct.high)
+
+
+def test_gate_frame_passes_its_sign_flip_budget_to_the_test():
+    rng = np.random.default_rng(4)
+    base = np.round(rng.random(100), 6) + 0.5
+    cand = base - np.abs(rng.normal(0, 0.2, 100))  # every question fell, by amounts on no lattice
+    (decision,) = gate_frame(pd.DataFrame({"m": base}), pd.DataFrame({"m": cand}), sign_flips=500).decisions
+    assert decision.test_method == "monte-carlo"
+    assert decision.p_value == pytest.approx(1 / 501)  # no random sign pattern is as extreme: 1 / (draws + 1)
+
+
+def test_gate_frame_names_a_bad_iterations_and_frames_that_share_no_question():
+    frame = pd.DataFrame({"m": [1.0] * 20})
+    with pytest.raises(ValueError, match=r"^iterations must be a positive integer"):
+        gate_frame(frame, frame, iterations=0)
+    with pytest.raises(ValueError) as caught:
+        gate_frame(frame, frame.set_axis(range(100, 120)))
+    assert str(caught.value) == "base and cand share no question ids: a comparison must be paired"
