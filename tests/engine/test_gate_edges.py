@@ -280,3 +280,33 @@ def test_gate_frame_names_a_bad_iterations_and_frames_that_share_no_question():
     with pytest.raises(ValueError) as caught:
         gate_frame(frame, frame.set_axis(range(100, 120)))
     assert str(caught.value) == "base and cand share no question ids: a comparison must be paired"
+
+
+def test_gate_frame_reports_the_correction_it_applied():
+    frame = pd.DataFrame({"m": [1.0, 0.0] * 10})
+    report = gate_frame(frame, frame.assign(m=1.0), correction="none", iterations=300)
+    assert report.correction == "none" and report.decisions[0].correction == "none"
+
+
+def test_gate_frame_names_what_is_wrong_with_its_frames():
+    frame = pd.DataFrame({"m": [1.0, 0.0]}, index=["q1", "q2"])
+    with pytest.raises(TypeError) as caught:
+        gate_frame(frame, [1.0, 0.0])
+    assert str(caught.value) == "base and cand must be pandas DataFrames with one row per question"
+    twice = pd.DataFrame({"m": [1.0, 0.0]}, index=["q1", "q1"])
+    for base, cand, name in ((twice, frame, "base"), (frame, twice, "cand")):
+        with pytest.raises(ValueError) as caught:
+            gate_frame(base, cand)
+        assert str(caught.value) == f"{name} has question 'q1' more than once; one row per question"
+
+
+def test_binary_agreement_orders_labels_of_mixed_types_by_their_text():
+    # an object column (a DataFrame's .to_numpy()) keeps an int beside strings
+    reference = np.array([2, 2, "skip", "skip"], dtype=object)
+    predicted = np.array([2, "skip", "skip", "skip"], dtype=object)
+    report = binary_agreement(reference, predicted, failure_class="skip")
+    assert report.labels == (2, "skip") and report.failures == 2 and report.false_alarms == 1
+    with pytest.raises(ValueError) as caught:
+        three = np.array([1, "a", "b"], dtype=object)
+        binary_agreement(three, three)
+    assert str(caught.value) == "binary agreement needs exactly two classes, got [1, 'a', 'b']"
