@@ -197,15 +197,15 @@ def test_a_metric_is_pass_fail_only_when_both_runs_score_zero_or_one(continuous)
 
 
 def test_a_score_that_is_not_a_number_counts_as_not_scored():
-    base = pd.DataFrame({"m": [1.0] * 30 + ["n/a"] * 5}, dtype=object)
-    cand = pd.DataFrame({"m": [0.0] * 30 + [1.0] * 5})
+    base = pd.DataFrame({"m": [1.0] * 30 + ["n/a"] * 5 + [1.0] * 5}, dtype=object)
+    cand = pd.DataFrame({"m": [0.0] * 30 + [1.0] * 5 + ["-"] * 5}, dtype=object)
     (decision,) = gate_frame(base, cand, metrics=["m"], iterations=300).decisions
     assert decision.n == 30 and decision.mean == -1.0 and decision.status == "block"
 
 
 def test_nullable_scores_with_missing_values_are_paired_on_the_scored_questions():
-    base = pd.DataFrame({"m": pd.array([1.0] * 30 + [None] * 5, dtype="Float64")})
-    cand = pd.DataFrame({"m": pd.array([0.0] * 30 + [1.0] * 5, dtype="Float64")})
+    base = pd.DataFrame({"m": pd.array([1.0] * 30 + [None] * 5 + [1.0] * 5, dtype="Float64")})
+    cand = pd.DataFrame({"m": pd.array([0.0] * 30 + [1.0] * 5 + [None] * 5, dtype="Float64")})
     (decision,) = gate_frame(base, cand, iterations=300).decisions
     assert decision.n == 30 and decision.status == "block"
 

@@ -189,3 +189,10 @@ def test_the_direct_convolution_and_the_fft_agree_either_side_of_their_switch():
             expected = subset_sum_cdf(units, int(units[rose].sum()))
             got = paired_tests._lattice_cdf(units, rose)
             assert got == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_monte_carlo_path_is_reproducible_from_its_seed():
+    diffs = np.random.default_rng(8).normal(-0.02, 0.2, 120)
+    first, again = drop_test(diffs, seed=3), drop_test(diffs, seed=3)
+    assert first.method == "monte-carlo"
+    assert (first.p_value, first.draws) == (again.p_value, again.draws)
