@@ -5,7 +5,8 @@ mutant (``<`` for ``<=``, ``break`` for ``continue``, ``0.95`` for ``1.95``...) 
 records which tests call which function, and then runs, for each mutant, only the tests that call the
 mutated function (fastest first, stopping at the first failure) from the engine test files below, in
 forked processes. A mutant *survives* when every one of those tests still passes: a change of the code
-that no test notices.
+that no test notices. A mutant that makes a test run past mutmut's time limit (an endless loop) counts as
+killed; one that no test calls at all counts as a survivor.
 
 This prints the mutants per module (killed, survived, equivalent), every survivor with its diff, and
 exits 1 when more than ``LSL_MUTATE_MAX_SURVIVAL`` percent (default 3) of the non-equivalent mutants of
@@ -165,12 +166,12 @@ def main(argv: list[str]) -> int:
             if status == "survived" and key in EQUIVALENT:
                 counts["equivalent"] += 1
                 used.add(key)
-            elif status == "killed":
+            elif status in ("killed", "timeout"):  # a mutant that makes a test hang is caught too
                 counts["killed"] += 1
             elif status == "survived":
                 counts["survived"] += 1
                 survivors.append((name, diff))
-            else:  # no tests, timeout, suspicious...: not a kill either, listed with the survivors
+            else:  # no tests, suspicious, segfault...: not a kill either, listed with the survivors
                 counts["other"] += 1
                 survivors.append((f"{name} ({status})", diff))
         totals.update(counts)
