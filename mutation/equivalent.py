@@ -96,6 +96,30 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         _ROWS,
         "rows = min(257, cap)  # small first: a harmless cell meets STOP_AFTER extreme patterns within a few hundred",
     ): "equivalent in distribution: the first chunk of random patterns is one row longer",
+    ("paired_tests.py", "_enumerated_cdf", "sums = np.zeros(1)", "sums = np.zeros(2)"): (
+        "every sign pattern is counted twice: the share of patterns at most the observed sum is the same"
+    ),
+    (
+        "paired_tests.py",
+        "_enumerated_cdf",
+        "return float(np.count_nonzero(sums <= observed + tolerance) / sums.size)",
+        "return float(np.count_nonzero(sums < observed + tolerance) / sums.size)",
+    ): "< and <= differ only for a sum exactly at observed + tolerance, which the tolerance exists to step past",
+    (
+        "paired_tests.py",
+        "_monte_carlo_cdf",
+        "hits = (bits @ amounts) <= observed + tolerance",
+        "hits = (bits @ amounts) < observed + tolerance",
+    ): "as in _enumerated_cdf: only a sum exactly at observed + tolerance differs",
+    (
+        "paired_tests.py",
+        "_monte_carlo_cdf",
+        _BITS,
+        "bits = np.unpackbits(rng.integers(0, 256, size=(size, (k + 8) // 8), dtype=np.uint8), axis=1, count=k)",
+    ): "equivalent in distribution: one spare random byte per pattern when k is a multiple of 8 (unpackbits keeps k bits)",
+    ("paired_tests.py", "_monte_carlo_cdf", "rows = min(rows * 4, cap)", "rows = min(rows * 5, cap)"): (
+        "equivalent in distribution: the chunks of random patterns grow faster"
+    ),
     # ---- agreement ----
     ("agreement.py", "kappa_standard_error", _SE_TABLE, "table = np.asarray(table, dtype=None)"): (
         "the counts are divided by their total at once (p = table / n), which is float64 whatever the input dtype"
@@ -116,6 +140,12 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "proportion_se",
         'p = check_probability(p, "p", open_interval=False)',
         'p = check_probability(p, "p", open_interval=None)',
+    ): "open_interval is only tested for truth: None and False take the same branch",
+    (
+        "proportions.py",
+        "proportion_interval",
+        'p = check_probability(successes, "successes (as a proportion)", open_interval=False)',
+        'p = check_probability(successes, "successes (as a proportion)", open_interval=None)',
     ): "open_interval is only tested for truth: None and False take the same branch",
     # ---- release_gate ----
     ("release_gate.py", "gate_frame", "threads=threads,", "threads=None,"): (

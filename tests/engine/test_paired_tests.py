@@ -196,3 +196,12 @@ def test_the_monte_carlo_path_is_reproducible_from_its_seed():
     first, again = drop_test(diffs, seed=3), drop_test(diffs, seed=3)
     assert first.method == "monte-carlo"
     assert (first.p_value, first.draws) == (again.p_value, again.draws)
+
+
+def test_a_monte_carlo_test_that_stops_early_reports_fifty_extreme_patterns_over_its_draws():
+    # Besag and Clifford: stopped at the STOP_AFTER-th extreme pattern, the p-value is STOP_AFTER / draws
+    for seed in range(5):
+        diffs = np.random.default_rng(seed).normal(-0.01, 0.2, 60)
+        result = drop_test(diffs, seed=seed)
+        assert result.method == "monte-carlo" and result.draws < 100_000
+        assert result.p_value == paired_tests.STOP_AFTER / result.draws

@@ -189,3 +189,11 @@ def test_a_change_that_needs_exactly_every_flip_there_is_refused():
 def test_detectable_difference_names_a_bad_confidence():
     with pytest.raises(ValueError, match=r"^confidence must be strictly between 0 and 1, got 1.5$"):
         detectable_difference(100, sd=0.3, confidence=1.5)
+
+
+@pytest.mark.parametrize("confidence", [0.8, 0.95, 0.99])
+def test_every_success_gives_a_wilson_interval_ending_exactly_at_one(confidence):
+    # the Wilson bound is 1 in exact arithmetic; in floating point it can land a hair above
+    for n in range(1, 120):
+        assert proportion_interval(n, n, confidence=confidence).high == 1.0
+        assert proportion_interval(0, n, confidence=confidence).low == 0.0
