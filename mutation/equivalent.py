@@ -134,6 +134,18 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "chance agreement is exactly 1.0 when both raters used one label (one cell holds every count), and "
         "otherwise at most 1 - 1/n for n items: rel_tol=1e-9 and abs_tol=1e-12 disagree only past a billion items"
     ),
+    (
+        "agreement.py",
+        "_count_table",
+        "ai = np.fromiter((index[x] for x in a.tolist()), dtype=np.int64, count=len(a))",
+        "ai = np.fromiter((index[x] for x in a.tolist()), dtype=np.int64, )",
+    ): "count only lets fromiter allocate once: the same array",
+    (
+        "agreement.py",
+        "_count_table",
+        "bi = np.fromiter((index[x] for x in b.tolist()), dtype=np.int64, count=len(b))",
+        "bi = np.fromiter((index[x] for x in b.tolist()), dtype=np.int64, )",
+    ): "as above, for the second rater",
     # ---- proportions ----
     (
         "proportions.py",

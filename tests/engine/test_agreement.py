@@ -366,3 +366,22 @@ def test_an_undefined_kappa_interval_keeps_its_level_and_says_why():
     assert estimate.confidence == 0.9
     assert math.isnan(estimate.estimate) and math.isnan(estimate.se)
     assert estimate.undefined_reason == KAPPA_UNDEFINED_REASON
+
+
+def test_one_rater_given_as_a_string_is_refused_whichever_side():
+    for a, b in (("ab", [1, 0]), ([1, 0], "ab")):
+        with pytest.raises(TypeError, match=r"^labels must be sequences of labels, not strings$"):
+            cohen_kappa(a, b)
+
+
+def test_kappa_over_labels_of_mixed_types_orders_them_by_type_then_value():
+    # an object column can hold an int beside strings: counted, not refused
+    a = np.array([1, 1, "x", "x", "y"], dtype=object)
+    b = np.array([1, "x", "x", "x", "y"], dtype=object)
+    assert cohen_kappa(a, b) == pytest.approx(cohen_kappa_score([str(v) for v in a], [str(v) for v in b]))
+
+
+def test_an_undefined_kappa_warns_at_the_callers_line():
+    with pytest.warns(UndefinedMetricWarning) as caught:
+        cohen_kappa([1, 1], [1, 1])
+    assert caught[0].filename == __file__
