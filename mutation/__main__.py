@@ -16,7 +16,9 @@ all the modules together survive. Equivalent mutants (they cannot change any res
 Options: ``--keep`` keeps ``mutants/`` (mutmut's copy of the code, its results) after the run and reuses
 it in the next one (mutmut then re-tests only the functions that changed; ``.venv/bin/mutmut show NAME``
 and ``browse`` read it); by default the run starts afresh and removes it at the end, so no second copy of
-the code lies in the tree. Anything else is passed to ``mutmut run`` (e.g. mutant names).
+the code lies in the tree. ``--report`` prints the results of a run kept that way again, without running
+anything (after reviewing an equivalent mutant, say). Anything else is passed to ``mutmut run`` (e.g. mutant
+names).
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ def results(modules: list[str]) -> dict[str, list[tuple[str, str, str]]]:
         rows = []
         for name, code in sorted(data.exit_code_by_key.items()):
             status = status_by_exit_code[code]
-            diff = get_diff_for_mutant(name, path=ENGINE / module) if status != "killed" else ""
+            tell = status not in ("killed", "timeout", "not checked")
+            diff = get_diff_for_mutant(name, path=ENGINE / module) if tell else ""
             rows.append((name, status, diff))
         found[module] = rows
     return found
@@ -132,17 +135,20 @@ def function_of(mutant: str) -> str:
 
 def main(argv: list[str]) -> int:
     os.chdir(ROOT)
-    keep = "--keep" in argv
-    passed = [arg for arg in argv if arg != "--keep"]
+    keep = "--keep" in argv or "--report" in argv
+    passed = [arg for arg in argv if arg not in ("--keep", "--report")]
     modules = present_modules()
     limit = max_survival()
+    if "--report" in argv:  # the last run's results again (after editing mutation/equivalent.py)
+        if not Path("mutants").is_dir():
+            raise SystemExit("error: no mutants/ to report on: run ./dev mutate --keep first")
+        configure(modules)
+        return report(modules, limit=limit, elapsed=None, keep=True)
     if not keep and Path("mutants").exists():
         shutil.rmtree("mutants")
     print(f"Mutating {', '.join(modules)}; their mutants run {', '.join(test_files(modules))}", flush=True)
     configure(modules)
     from mutmut.__main__ import cli
-
-    from .equivalent import EQUIVALENT
 
     children = os.environ.get("LSL_MUTATE_PROCESSES", str(os.cpu_count() or 1))
     started = time.monotonic()
@@ -153,6 +159,13 @@ def main(argv: list[str]) -> int:
             print(f"error: mutmut stopped with {stop.code}", file=sys.stderr)
             return 1
     elapsed = time.monotonic() - started
+    return report(modules, limit=limit, elapsed=elapsed, keep=keep)
+
+
+def report(modules: list[str], *, limit: float, elapsed: float | None, keep: bool) -> int:
+    """Print the mutants per module and the survivors; 1 if more than ``limit`` percent survive."""
+    from .equivalent import EQUIVALENT
+
     print()
     found = results(modules)
     totals: Counter[str] = Counter()
@@ -197,7 +210,7 @@ def main(argv: list[str]) -> int:
             )
     print(
         f"\n{alive} of {counted} mutants survive ({rate:.1f} %; at most {limit:g} % allowed), "
-        f"{totals['equivalent']} equivalent ones not counted; {elapsed / 60:.1f} min"
+        f"{totals['equivalent']} equivalent ones not counted" + ("" if elapsed is None else f"; {elapsed / 60:.1f} min")
     )
     if not keep:
         shutil.rmtree("mutants", ignore_errors=True)
