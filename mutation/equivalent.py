@@ -159,6 +159,22 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         'p = check_probability(successes, "successes (as a proportion)", open_interval=False)',
         'p = check_probability(successes, "successes (as a proportion)", open_interval=None)',
     ): "open_interval is only tested for truth: None and False take the same branch",
+    # ---- the gate's frames ----
+    (
+        "_gate_frames.py",
+        "cells_of",
+        'base_values = pd.to_numeric(b[metric], errors="coerce").to_numpy(dtype=float)',
+        'base_values = pd.to_numeric(b[metric], errors="coerce").to_numpy(dtype=None)',
+    ): (
+        "to_numeric already gave a numeric column: its array is float64, or int64 without missing values, "
+        "which every later step (isfinite, the differences, the means, the tests) reads as the same numbers"
+    ),
+    (
+        "_gate_frames.py",
+        "cells_of",
+        'cand_values = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=float)',
+        'cand_values = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=None)',
+    ): "as above, for the candidate",
     # ---- release_gate ----
     ("release_gate.py", "gate_frame", "threads=threads,", "threads=None,"): (
         "threads only spreads the bootstraps over cores; every interval is the same with any number "

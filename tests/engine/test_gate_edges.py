@@ -259,7 +259,12 @@ def test_gate_frame_bootstraps_ten_thousand_times_by_default():
 def test_gate_frame_gives_the_interval_of_the_pairs_in_the_baselines_order():
     base, cand = _continuous()
     ids = [f"q{i:02d}" for i in range(60)][::-1]  # not sorted: the baseline's own order counts
-    framed = gate_frame(pd.DataFrame({"m": base}, index=ids), pd.DataFrame({"m": cand}, index=ids), iterations=500)
+    extra = pd.DataFrame({"m": [0.5]}, index=["q99"])  # a question only the candidate answered
+    framed = gate_frame(
+        pd.DataFrame({"m": base}, index=ids),
+        pd.concat([pd.DataFrame({"m": cand}, index=ids).iloc[::-1], extra]),
+        iterations=500,
+    )
     direct = gate("m", base, cand, iterations=500)
     assert (framed.decisions[0].low, framed.decisions[0].high) == (direct.low, direct.high)
 
