@@ -315,3 +315,10 @@ def test_binary_agreement_orders_labels_of_mixed_types_by_their_text():
         three = np.array([1, "a", "b"], dtype=object)
         binary_agreement(three, three)
     assert str(caught.value) == "binary agreement needs exactly two classes, got [1, 'a', 'b']"
+
+
+def test_a_numeric_slice_column_is_a_slice_not_a_metric():
+    base = pd.DataFrame({"difficulty": [1, 2, 3] * 10, "m": [1.0] * 30})
+    report = gate_frame(base, base.copy(), slice_by="difficulty", iterations=300)
+    assert {d.metric for d in report.decisions} == {"m"}
+    assert [d.slice for d in report.decisions] == ["all", "1", "2", "3"]
