@@ -206,3 +206,19 @@ def test_a_monte_carlo_test_that_stops_early_reports_fifty_extreme_patterns_over
         result = drop_test(diffs, seed=seed)
         assert result.method == "monte-carlo" and result.draws < 100_000
         assert result.p_value == paired_tests.STOP_AFTER / result.draws
+
+
+def test_a_change_equal_to_the_sum_of_two_others_ties_with_them_however_large_the_scores():
+    # latency-like amounts of 1e5: floating-point sums in another order differ in the last digits,
+    # and the pattern that swaps the two for their sum must still count as "as extreme"
+    rng = np.random.default_rng(0)
+    for _ in range(7):
+        amounts = rng.random(12) * 1e5 + 1e5
+        rose = rng.random(12) < 0.5
+    amounts = np.concatenate([amounts, [amounts[0] + amounts[1]]])
+    rose = np.concatenate([rose, [True]])
+    rose[:2] = False
+    diffs = np.where(rose, amounts, -amounts)
+    result = drop_test(diffs)
+    assert result.method == "exact"
+    assert result.p_value == pytest.approx(scipy_sign_flip(diffs), rel=1e-12)
