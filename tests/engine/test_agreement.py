@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import warnings
 
 import numpy as np
@@ -350,3 +351,39 @@ def _pairs_of(table):
     a = [i for i in range(m) for j in range(m) for _ in range(int(table[i][j]))]
     b = [j for i in range(m) for j in range(m) for _ in range(int(table[i][j]))]
     return a, b
+
+
+def test_kappa_without_a_second_class_has_no_standard_error_and_no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no division by zero behind the NaN
+        assert math.isnan(kappa_standard_error([[40, 0], [0, 0]]))
+        assert math.isnan(kappa_standard_error(np.array([[0, 0], [0, 7]], dtype=np.int64)))
+
+
+def test_an_undefined_kappa_interval_keeps_its_level_and_says_why():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimate = kappa_interval(["a"] * 6, ["a"] * 6, confidence=0.9)
+    assert estimate.confidence == 0.9
+    assert math.isnan(estimate.estimate) and math.isnan(estimate.se)
+    assert estimate.undefined_reason == KAPPA_UNDEFINED_REASON
+
+
+def test_one_rater_given_as_a_string_is_refused_whichever_side():
+    for a, b in (("ab", [1, 0]), ([1, 0], "ab")):
+        with pytest.raises(TypeError, match=r"^labels must be sequences of labels, not strings$"):
+            cohen_kappa(a, b)
+
+
+def test_kappa_over_labels_of_mixed_types_orders_them_by_type_then_value():
+    # an object column can hold an int beside strings: counted, not refused
+    a = np.array([1, 1, "x", "x", "y"], dtype=object)
+    b = np.array([1, "x", "x", "x", "y"], dtype=object)
+    assert cohen_kappa(a, b) == pytest.approx(cohen_kappa_score([str(v) for v in a], [str(v) for v in b]))
+
+
+@pytest.mark.skipif("MUTANT_UNDER_TEST" in os.environ, reason="mutmut's trampoline adds a frame of its own")
+def test_an_undefined_kappa_warns_at_the_callers_line():
+    with pytest.warns(UndefinedMetricWarning) as caught:
+        cohen_kappa([1, 1], [1, 1])
+    assert caught[0].filename == __file__

@@ -43,3 +43,21 @@ def test_no_correction_returns_the_p_values_and_unknown_corrections_are_refused(
     assert CORRECTIONS == ("holm", "none")
     with pytest.raises(ValueError, match=r"correction must be one of \('holm', 'none'\), got 'bonferroni'"):
         check_correction("bonferroni")
+
+
+def test_holm_is_the_default_correction_and_a_missing_p_value_is_left_out_like_nan():
+    p = [0.01, 0.04, 0.03, 0.005]
+    assert adjust(p).tolist() == holm(p).tolist()
+    with_none = holm([0.01, None, 0.02])
+    assert np.isnan(with_none[1]) and with_none[[0, 2]].tolist() == pytest.approx([0.02, 0.02])
+    as_given = adjust([None, 0.1], correction="none")
+    assert np.isnan(as_given[0]) and as_given[1] == 0.1
+
+
+def test_holm_names_what_is_wrong_with_its_p_values_in_full():
+    with pytest.raises(ValueError) as caught:
+        holm([0.1, -0.5])
+    assert str(caught.value) == "p_values must lie in [0, 1] (or be NaN for a cell that was not tested)"
+    with pytest.raises(ValueError) as caught:
+        holm([[0.1, 0.2]])
+    assert str(caught.value) == "p_values must be one-dimensional, got shape (1, 2)"

@@ -162,3 +162,63 @@ def test_size_under_exchangeable_differences_is_at_most_alpha(changed):
     )
     for level in (0.025, 0.05, 0.1, 0.3):
         assert np.mean(p_values <= level) <= level + 3 * np.sqrt(level * (1 - level) / 600)
+
+
+def test_on_a_fine_lattice_every_tail_is_exact_from_no_rise_to_all_rising():
+    # 300 changes in 60ths: a lattice of more than 4,096 sums, turned back by the FFT
+    rng = np.random.default_rng(60)
+    units = rng.integers(1, 61, size=300)
+    assert units.sum() + 1 > 4096
+    signs = np.where(rng.random(300) < 0.5, -1, 1)
+    for rose in (np.zeros(300, bool), signs > 0, np.ones(300, bool)):
+        diffs = np.where(rose, units, -units) / 60
+        result = drop_test(diffs)
+        assert result.method == "exact"
+        expected = subset_sum_cdf(units, int(units[rose].sum()))
+        assert result.p_value == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        assert 0.0 <= result.p_value <= 1.0
+    assert drop_test(units / 60).p_value == 1.0  # every change rose: nothing is more extreme than no drop at all
+
+
+def test_the_direct_convolution_and_the_fft_agree_either_side_of_their_switch():
+    # sums of 4,095 and 4,097 lattice points: one is convolved directly, the other by the FFT (and a
+    # larger one, where the top of three amounts carries an eighth of the distribution)
+    for total in (4094, 4096, 6000):
+        units = np.array([total - 2, 1, 1])
+        for rose in ([False, True, True], [True, False, False], [True, True, True], [False, False, False]):
+            rose = np.array(rose)
+            expected = subset_sum_cdf(units, int(units[rose].sum()))
+            got = paired_tests._lattice_cdf(units, rose)
+            assert got == pytest.approx(expected, abs=1e-10)  # the FFT's rounding: about 1e-12 here
+
+
+def test_the_monte_carlo_path_is_reproducible_from_its_seed():
+    diffs = np.random.default_rng(8).normal(-0.02, 0.2, 120)
+    first, again = drop_test(diffs, seed=3), drop_test(diffs, seed=3)
+    assert first.method == "monte-carlo"
+    assert (first.p_value, first.draws) == (again.p_value, again.draws)
+
+
+def test_a_monte_carlo_test_that_stops_early_reports_fifty_extreme_patterns_over_its_draws():
+    # Besag and Clifford: stopped at the STOP_AFTER-th extreme pattern, the p-value is STOP_AFTER / draws
+    for seed in range(5):
+        diffs = np.random.default_rng(seed).normal(-0.01, 0.2, 60)
+        result = drop_test(diffs, seed=seed)
+        assert result.method == "monte-carlo" and result.draws < 100_000
+        assert result.p_value == paired_tests.STOP_AFTER / result.draws
+
+
+def test_a_change_equal_to_the_sum_of_two_others_ties_with_them_however_large_the_scores():
+    # latency-like amounts of 1e5: floating-point sums in another order differ in the last digits,
+    # and the pattern that swaps the two for their sum must still count as "as extreme"
+    rng = np.random.default_rng(0)
+    for _ in range(7):
+        amounts = rng.random(12) * 1e5 + 1e5
+        rose = rng.random(12) < 0.5
+    amounts = np.concatenate([amounts, [amounts[0] + amounts[1]]])
+    rose = np.concatenate([rose, [True]])
+    rose[:2] = False
+    diffs = np.where(rose, amounts, -amounts)
+    result = drop_test(diffs)
+    assert result.method == "exact"
+    assert result.p_value == pytest.approx(scipy_sign_flip(diffs), rel=1e-12)

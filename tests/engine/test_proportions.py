@@ -171,3 +171,29 @@ def test_paired_sample_size_gives_about_the_requested_power_in_simulation():
     small = diffs[:, : n // 3]
     z_small = small.mean(axis=1) / (sd / math.sqrt(n // 3))
     assert float(np.mean(np.abs(z_small) > norm.ppf(0.975))) < 0.5
+
+
+def test_a_boolean_sd_is_refused_not_read_as_one():
+    with pytest.raises(ValueError, match=r"^sd must be a positive finite number, got True$"):
+        paired_sample_size(0.05, sd=True)
+
+
+def test_a_change_that_needs_exactly_every_flip_there_is_refused():
+    # a change of 0.5 with 25 % of questions flipping leaves no variance: no sample size follows
+    with pytest.raises(
+        ValueError, match=r"^a change of 0.5 needs more than 25.0 % of questions to flip \(0.25 given\)$"
+    ):
+        paired_sample_size(0.5, discordant=0.25)
+
+
+def test_detectable_difference_names_a_bad_confidence():
+    with pytest.raises(ValueError, match=r"^confidence must be strictly between 0 and 1, got 1.5$"):
+        detectable_difference(100, sd=0.3, confidence=1.5)
+
+
+@pytest.mark.parametrize("confidence", [0.8, 0.95, 0.99])
+def test_every_success_gives_a_wilson_interval_ending_exactly_at_one(confidence):
+    # the Wilson bound is 1 in exact arithmetic; in floating point it can land a hair above
+    for n in range(1, 120):
+        assert proportion_interval(n, n, confidence=confidence).high == 1.0
+        assert proportion_interval(0, n, confidence=confidence).low == 0.0

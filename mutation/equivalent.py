@@ -1,0 +1,183 @@
+"""Equivalent mutants, reviewed: mutants that survive because they cannot change any result.
+
+Each key names a mutant by what it changes, not by mutmut's number (which moves when a function
+gains a line): ``(module, function, the line as written, the line as mutated)``, each line stripped
+of its indentation, as ``./dev mutate`` prints them. The value says why no input can tell the two
+apart. A mutant listed here is not counted as a survivor; one listed but no longer arising is noted.
+
+Two kinds are accepted: *exactly equivalent* (the same numbers for every input: a default spelled
+out, a dtype numpy would pick anyway, a padding that the inverse FFT drops) and *equivalent in
+distribution* (the Monte Carlo sign-flip test drawing its random patterns in chunks of another size:
+another, equally valid, sequential p-value; tests cannot pin one stream without pinning trivia).
+Nothing else belongs here: a mutant that changes a result, however little, needs a test.
+"""
+
+from __future__ import annotations
+
+_LATTICE = "the lattice's FFT"
+_SWITCH = "if size <= 4096:  # small: convolve the binomials directly, exactly"
+_FFT_SIZE = "n = 1 << (size - 1).bit_length()"
+_OMEGA = "omega = 2.0 * np.pi * np.arange(n // 2 + 1) / n"
+_IRFFT = "pmf = np.fft.irfft(magnitude * phase, n)[:size]"
+_BITS = "bits = np.unpackbits(rng.integers(0, 256, size=(size, (k + 7) // 8), dtype=np.uint8), axis=1, count=k)"
+_ROWS = "rows = min(256, cap)  # small first: a harmless cell meets STOP_AFTER extreme patterns within a few hundred"
+_SE_TABLE = "table = np.asarray(table, dtype=np.float64)"
+
+EQUIVALENT: dict[tuple[str, str, str, str], str] = {
+    # ---- paired_tests: the exact lattice distribution (both of its branches are exact) ----
+    ("paired_tests.py", "_lattice_cdf", "size = int(units.sum()) + 1", "size = int(units.sum()) + 2"): (
+        "one more point past the largest possible sum: its probability is 0 (FFT rounding, clipped at 0), "
+        "and the sum up to the observed value never reaches it"
+    ),
+    (
+        "paired_tests.py",
+        "_lattice_cdf",
+        _SWITCH,
+        "if size < 4096:  # small: convolve the binomials directly, exactly",
+    ): (
+        "moves the switch between the direct convolution and the FFT by one point: both are exact "
+        "(test_the_direct_convolution_and_the_fft_agree_either_side_of_their_switch)"
+    ),
+    (
+        "paired_tests.py",
+        "_lattice_cdf",
+        _SWITCH,
+        "if size <= 4097:  # small: convolve the binomials directly, exactly",
+    ): ("as above: the other side of the same switch"),
+    ("paired_tests.py", "_lattice_cdf", _FFT_SIZE, "n = 2 << (size - 1).bit_length()"): (
+        "an FFT twice as long: still at least the support, so no wrap-around; the same distribution"
+    ),
+    ("paired_tests.py", "_lattice_cdf", _FFT_SIZE, "n = 1 << (size + 1).bit_length()"): (
+        "an FFT at least as long (longer at some sizes): never shorter than the support, the same distribution"
+    ),
+    ("paired_tests.py", "_lattice_cdf", _OMEGA, "omega = 2.0 * np.pi * np.arange(n / 2 + 1) / n"): (
+        "n is a power of two, so n / 2 + 1 is the same whole number as a float: arange gives the same frequencies"
+    ),
+    ("paired_tests.py", "_lattice_cdf", _OMEGA, "omega = 2.0 * np.pi * np.arange(n // 2 + 2) / n"): (
+        "one frequency more than irfft(…, n) reads: it uses the first n // 2 + 1 and drops the rest"
+    ),
+    (
+        "paired_tests.py",
+        "_lattice_cdf",
+        "half_angles = np.multiply.outer(omega, values.astype(float)) / 2.0  # (frequencies, amounts)",
+        "half_angles = np.multiply.outer(omega, values.astype(None)) / 2.0  # (frequencies, amounts)",
+    ): "astype(None) is astype(float64): the same array",
+    (
+        "paired_tests.py",
+        "_lattice_cdf",
+        "phase = np.exp(-1j * (half_angles @ counts.astype(float)))",
+        "phase = np.exp(-1j * (half_angles @ counts.astype(None)))",
+    ): "astype(None) is astype(float64): the same array",
+    ("paired_tests.py", "_lattice_cdf", _IRFFT, "pmf = np.fft.irfft(magnitude * phase, None)[:size]"): (
+        "irfft's default length is 2 (m - 1) for m = n // 2 + 1 inputs, which is n: the same transform"
+    ),
+    ("paired_tests.py", "_lattice_cdf", _IRFFT, "pmf = np.fft.irfft(magnitude * phase, )[:size]"): (
+        "as above: the length left to its default, which is n"
+    ),
+    # ---- paired_tests: the Monte Carlo path ----
+    (
+        "paired_tests.py",
+        "_monte_carlo_cdf",
+        _BITS,
+        "bits = np.unpackbits(rng.integers(256, size=(size, (k + 7) // 8), dtype=np.uint8), axis=1, count=k)",
+    ): "integers(256) is integers(0, 256): the same draws",
+    (
+        "paired_tests.py",
+        "_monte_carlo_cdf",
+        "cap = max(64, _CHUNK_ELEMENTS // k)",
+        "cap = max(65, _CHUNK_ELEMENTS // k)",
+    ): (
+        "equivalent in distribution: only the largest chunk of random patterns changes (and only past 16,384 "
+        "changed questions); the sequential p-value is as valid with any chunking"
+    ),
+    (
+        "paired_tests.py",
+        "_monte_carlo_cdf",
+        _ROWS,
+        "rows = min(257, cap)  # small first: a harmless cell meets STOP_AFTER extreme patterns within a few hundred",
+    ): "equivalent in distribution: the first chunk of random patterns is one row longer",
+    ("paired_tests.py", "_enumerated_cdf", "sums = np.zeros(1)", "sums = np.zeros(2)"): (
+        "every sign pattern is counted twice: the share of patterns at most the observed sum is the same"
+    ),
+    (
+        "paired_tests.py",
+        "_enumerated_cdf",
+        "return float(np.count_nonzero(sums <= observed + tolerance) / sums.size)",
+        "return float(np.count_nonzero(sums < observed + tolerance) / sums.size)",
+    ): "< and <= differ only for a sum exactly at observed + tolerance, which the tolerance exists to step past",
+    (
+        "paired_tests.py",
+        "_monte_carlo_cdf",
+        "hits = (bits @ amounts) <= observed + tolerance",
+        "hits = (bits @ amounts) < observed + tolerance",
+    ): "as in _enumerated_cdf: only a sum exactly at observed + tolerance differs",
+    (
+        "paired_tests.py",
+        "_monte_carlo_cdf",
+        _BITS,
+        "bits = np.unpackbits(rng.integers(0, 256, size=(size, (k + 8) // 8), dtype=np.uint8), axis=1, count=k)",
+    ): "equivalent in distribution: one spare random byte per pattern when k is a multiple of 8 (unpackbits keeps k bits)",
+    ("paired_tests.py", "_monte_carlo_cdf", "rows = min(rows * 4, cap)", "rows = min(rows * 5, cap)"): (
+        "equivalent in distribution: the chunks of random patterns grow faster"
+    ),
+    # ---- agreement ----
+    ("agreement.py", "kappa_standard_error", _SE_TABLE, "table = np.asarray(table, dtype=None)"): (
+        "the counts are divided by their total at once (p = table / n), which is float64 whatever the input dtype"
+    ),
+    ("agreement.py", "kappa_standard_error", _SE_TABLE, "table = np.asarray(table, )"): "as above",
+    (
+        "agreement.py",
+        "kappa_standard_error",
+        "if math.isclose(pe, 1.0, abs_tol=1e-12):",
+        "if math.isclose(pe, 1.0, ):",
+    ): (
+        "chance agreement is exactly 1.0 when both raters used one label (one cell holds every count), and "
+        "otherwise at most 1 - 1/n for n items: rel_tol=1e-9 and abs_tol=1e-12 disagree only past a billion items"
+    ),
+    (
+        "agreement.py",
+        "_count_table",
+        "ai = np.fromiter((index[x] for x in a.tolist()), dtype=np.int64, count=len(a))",
+        "ai = np.fromiter((index[x] for x in a.tolist()), dtype=np.int64, )",
+    ): "count only lets fromiter allocate once: the same array",
+    (
+        "agreement.py",
+        "_count_table",
+        "bi = np.fromiter((index[x] for x in b.tolist()), dtype=np.int64, count=len(b))",
+        "bi = np.fromiter((index[x] for x in b.tolist()), dtype=np.int64, )",
+    ): "as above, for the second rater",
+    # ---- proportions ----
+    (
+        "proportions.py",
+        "proportion_se",
+        'p = check_probability(p, "p", open_interval=False)',
+        'p = check_probability(p, "p", open_interval=None)',
+    ): "open_interval is only tested for truth: None and False take the same branch",
+    (
+        "proportions.py",
+        "proportion_interval",
+        'p = check_probability(successes, "successes (as a proportion)", open_interval=False)',
+        'p = check_probability(successes, "successes (as a proportion)", open_interval=None)',
+    ): "open_interval is only tested for truth: None and False take the same branch",
+    # ---- the gate's frames ----
+    (
+        "_gate_frames.py",
+        "cells_of",
+        'base_values = pd.to_numeric(b[metric], errors="coerce").to_numpy(dtype=float)',
+        'base_values = pd.to_numeric(b[metric], errors="coerce").to_numpy(dtype=None)',
+    ): (
+        "to_numeric already gave a numeric column: its array is float64, or int64 without missing values, "
+        "which every later step (isfinite, the differences, the means, the tests) reads as the same numbers"
+    ),
+    (
+        "_gate_frames.py",
+        "cells_of",
+        'cand_values = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=float)',
+        'cand_values = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=None)',
+    ): "as above, for the candidate",
+    # ---- release_gate ----
+    ("release_gate.py", "gate_frame", "threads=threads,", "threads=None,"): (
+        "threads only spreads the bootstraps over cores; every interval is the same with any number "
+        "(test_bootstrap checks that threads do not change the result)"
+    ),
+}
