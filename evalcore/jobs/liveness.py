@@ -106,7 +106,7 @@ class Alive:
             cache.set(alive_key(self.job_id), this_process(), _alive_ttl())
             cache.add(CACHE_BORN_KEY, timezone.now().timestamp(), None)
         except Exception:  # the cache being away must not fail the job (nobody calls it gone: cannot tell)
-            logger.warning("job %s: could not refresh its alive key", self.job_id, exc_info=True)
+            logger.warning("job %s: could not refresh its alive key (the cache is away)", self.job_id)
 
     def _beat(self) -> None:
         while not self.stop.wait(settings.JOB_HEARTBEAT_SECONDS):
@@ -137,7 +137,7 @@ def cache_born() -> float | None:
             return now
         born = cache.get(CACHE_BORN_KEY)
     except Exception:  # the cache is away (an outage of Redis): cannot tell
-        logger.warning("the cache is unavailable, so no job's process can be called gone", exc_info=True)
+        logger.warning("the cache is unavailable, so no job's process can be called gone")
         return None
     return float(born) if born is not None else now
 
@@ -163,7 +163,7 @@ def runner_state(job: Job) -> str:
         if cache.get(alive_key(job.pk)) is not None:
             return "alive"
     except Exception:
-        logger.warning("the cache is unavailable, so job %s's process cannot be called gone", job.pk, exc_info=True)
+        logger.warning("the cache is unavailable, so job %s's process cannot be called gone", job.pk)
         return "unknown"
     born = cache_born()
     return "unknown" if born is None or now.timestamp() - born < _alive_ttl() else "gone"
@@ -220,6 +220,6 @@ def cache_quietly(method: Callable[..., T], *args: Any, default: T | None = None
     """
     try:
         return method(*args, **kwargs)
-    except Exception:
-        logger.warning("the cache is unavailable (%s): going on without it", method.__name__, exc_info=True)
+    except Exception as error:
+        logger.warning("the cache is unavailable (%s: %s): going on without it", method.__name__, error)
         return default
