@@ -4,8 +4,10 @@
   calls :func:`job_request` (create the job, start it once the transaction commits);
 * a job's row stays ``queued`` only once the broker accepted its task: when the broker refuses it, the
   row is deleted and :class:`~.errors.BrokerUnavailable` raised (the door answers 503, the uploads are
-  deleted); a job whose sender died before the hand-off (its ``sent_at`` still empty a minute on) is sent
-  by the next door that asks for a job, its page or a starting worker (:func:`jobs_send_unsent`);
+  deleted); a job whose sender died before the hand-off (its ``sent_at`` still empty a minute on), or whose
+  task no worker claimed ``JOB_RESEND_SECONDS`` after the broker took it (lost in an outage), is sent again
+  by the next door that asks for a job, its page, the command following it or a worker's sweep
+  (:func:`jobs_send_unsent`, :func:`jobs_sweep`);
 * a running job of a resumable kind whose heartbeat is older than ``JOB_STALE_SECONDS`` lost its worker,
   and :func:`jobs_resume_stale` (called when a worker starts) queues it again;
 * :func:`jobs_recover` fails the running jobs whose process is gone (:func:`~.liveness.job_reap`).
@@ -146,6 +148,16 @@ def _unsent_filter() -> Q:
     )
 
 
+def _unsent(job: Job) -> bool:
+    """Whether ``job`` is one :func:`_unsent_filter` selects (read from the row in hand: no query)."""
+    if job.status != Job.Status.QUEUED:
+        return False
+    now = timezone.now()
+    if job.sent_at is None:
+        return job.created_at < now - timedelta(seconds=UNSENT_GRACE_SECONDS)
+    return job.sent_at < now - timedelta(seconds=settings.JOB_RESEND_SECONDS)
+
+
 def jobs_send_unsent() -> list[int]:
     """Hand to the broker the queued jobs whose task never reached a worker (:func:`_unsent_filter`); return their ids.
 
@@ -175,7 +187,7 @@ def job_snapshot(job: Job) -> Job:
     sent to the broker if the process that should have sent it died)."""
     if job.status == Job.Status.RUNNING and job_reap(job):
         job.refresh_from_db()
-    if Job.objects.filter(_unsent_filter(), pk=job.pk).exists() and job.pk in jobs_send_unsent():
+    if _unsent(job) and job.pk in jobs_send_unsent():
         job.refresh_from_db()
     if job.status in (Job.Status.QUEUED, Job.Status.RUNNING):
         progress = cache_quietly(cache.get, progress_key(job.pk))
