@@ -31,7 +31,7 @@ from django.utils import timezone
 from ..models import Job
 from ..services.importing import Progress, no_progress
 from .errors import BrokerUnavailable
-from .liveness import cache_quietly, job_reap, progress_key
+from .liveness import cache_quietly, job_reap, progress_key, runner_gone
 from .registry import job_kind, resumable_kinds
 from .runner import DATABASE_ERRORS, job_run
 from .task import run_job
@@ -112,18 +112,20 @@ def _run_in_thread(job_id: int) -> None:
         connection.close()
 
 
-def jobs_resume_stale(*, queue: str | None = None) -> list[int]:
+def jobs_resume_stale(*, queue: str | None = None, gone_only: bool = False) -> list[int]:
     """Queue again every running job of a resumable kind whose worker stopped reporting (it died); return their ids.
 
     ``queue``: where to send them (a starting worker sends them to a queue it reads); Celery's default otherwise.
+    ``gone_only``: only those whose process is known to be gone (:func:`~.liveness.runner_gone`), not merely
+    silent: the periodic sweep's choice, since a judge run may be silent for a while (the database away, a slow
+    call) and must not be resumed under a process that still runs it.
     """
     stale = timezone.now() - timedelta(seconds=settings.JOB_STALE_SECONDS)
     kinds = resumable_kinds()
-    jobs = list(
-        Job.objects.filter(status=Job.Status.RUNNING, kind__in=kinds)
-        .filter(Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
-        .values_list("pk", flat=True)
+    found = Job.objects.filter(status=Job.Status.RUNNING, kind__in=kinds).filter(
+        Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale)
     )
+    jobs = [job.pk for job in found if not gone_only or runner_gone(job)]
     if jobs and not settings.CELERY_TASK_ALWAYS_EAGER:
         for job_id in jobs:
             logger.warning("job %s lost its worker; queued again to resume from the cache", job_id)
@@ -237,10 +239,11 @@ def jobs_recover() -> list[int]:
     return reaped
 
 
-def jobs_sweep(*, queue: str | None = None) -> None:
+def jobs_sweep(*, queue: str | None = None, starting: bool = False) -> None:
     """What every worker does every ``JOB_SWEEP_SECONDS`` (:mod:`.worker`), and a starting worker once: fail the
     running jobs whose process is gone, send again the queued ones no worker will run (:func:`jobs_recover`),
-    queue again the stale resumable ones (:func:`jobs_resume_stale`). With a worker and the database healthy, no
+    queue again the stale resumable ones whose process is gone (:func:`jobs_resume_stale`; a starting worker
+    (``starting``) also those merely silent, as before). With a worker and the database healthy, no
     job stays queued or running for good, whichever outage came before."""
     jobs_recover()
-    jobs_resume_stale(queue=queue)
+    jobs_resume_stale(queue=queue, gone_only=not starting)

@@ -28,10 +28,10 @@ logger = logging.getLogger(__name__)
 _sweeps: list[threading.Event] = []
 
 
-def sweep_once(queue: str | None) -> bool:
+def sweep_once(queue: str | None, *, starting: bool = False) -> bool:
     """Sweep the jobs (:func:`~.dispatch.jobs_sweep`); return whether it worked (an outage is logged, not raised)."""
     try:
-        jobs_sweep(queue=queue)
+        jobs_sweep(queue=queue, starting=starting)
         return True
     except Exception as error:  # the database or the cache is away: the next sweep tries again
         logger.warning("the periodic job sweep failed (%s: %s); trying again later", type(error).__name__, error)
@@ -52,7 +52,7 @@ def recover_and_resume_jobs(sender: object = None, **kwargs: object) -> None:
     """Sweep the jobs once now, then every ``JOB_SWEEP_SECONDS`` from a daemon thread of the worker's main process."""
     queues = getattr(getattr(sender, "task_consumer", None), "queues", None) or []
     queue = queues[0].name if queues else None
-    sweep_once(queue)
+    sweep_once(queue, starting=True)
     stop = threading.Event()
     _sweeps.append(stop)
     threading.Thread(target=_sweep_forever, args=(queue, stop), daemon=True, name="job-sweep").start()
