@@ -110,3 +110,31 @@ def test_a_sweep_that_meets_an_outage_logs_it_and_the_next_one_works(broker_up, 
     assert "the periodic job sweep failed (OperationalError: server closed)" in caplog.text
     monkeypatch.setattr(dispatch, "jobs_recover", recover)
     assert worker.sweep_once(None)
+
+
+@pytest.mark.django_db
+def test_the_periodic_sweep_resumes_a_silent_judge_run_only_once_its_process_is_gone(broker_up):
+    """A judge run silent for a while (the database away, a slow call) whose process lives is left to it; a
+    starting worker resumes every stale one, as it always did; a dead process's run is resumed by any sweep."""
+    from evalcore.jobs.liveness import this_process
+    from evalcore.jobs.registry import resumable_kinds
+
+    from .test_job_recovery import dead_pid
+
+    kind = resumable_kinds()[0]
+    silent = timezone.now() - timedelta(minutes=10)
+    host = this_process().split(":")[0]
+    params = {"run": 1, "judge_config": 1}
+    alive = Job.objects.create(
+        kind=kind, status="running", runner=this_process(), started_at=silent, heartbeat_at=silent, params=params
+    )
+    dead = Job.objects.create(
+        kind=kind,
+        status="running",
+        runner=f"{host}:{dead_pid()}:1",
+        started_at=silent,
+        heartbeat_at=silent,
+        params=params,
+    )
+    assert worker.sweep_once(None) and broker_up == [dead.pk]
+    assert worker.sweep_once(None, starting=True) and sorted(broker_up) == sorted([dead.pk, dead.pk, alive.pk])
