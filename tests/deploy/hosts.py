@@ -114,10 +114,11 @@ class Deployment:
         self.procs.append(proc)
         return proc
 
-    def worker(self, name: str) -> Proc:
+    def worker(self, name: str, *, flags: tuple[str, ...] = ("--without-gossip", "--without-mingle")) -> Proc:
+        """A Celery worker (``flags``: extra options; none for the command docs/deploy.md gives)."""
         args = [sys.executable, "-m", "celery", "-A", "labelstudio_lite", "worker", "--pool", "prefork"]
         args += ["--concurrency", "1", "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h", "--loglevel", "INFO"]
-        args += ["--without-gossip", "--without-mingle"]
+        args += list(flags)
         proc = spawn(name, args, self.host_env(name), self.folder)
         deadline = time.monotonic() + 60
         while " ready." not in proc.output():
