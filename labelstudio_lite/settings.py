@@ -281,7 +281,25 @@ CELERY_IMPORTS = ("evalcore.jobs.task", "evalcore.jobs.worker")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Outages of the broker (and of the database, see evalcore/jobs/): a worker waits for the broker however long it
+# is away, at start-up and later, and carries on when it returns (docs/deploy.md, "Outages"). A job running when
+# the broker goes away is not cancelled: it needs only the database, finishes, and its task's acknowledgement is
+# lost with the connection; if the broker delivers the task again, the job is finished and the task skips it.
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# Gossip and mingle (worker-to-worker chatter, unused here) crash a worker's restart after a broker outage
+# (kombu's "'NoneType' object has no attribute 'hostname'"): this consumer leaves them out.
+CELERY_WORKER_CONSUMER = "labelstudio_lite.celery_consumer:Consumer"
+#: Seconds a connection to Redis (broker, result backend, cache) may take to open, and to answer.
+REDIS_CONNECT_TIMEOUT = envint("REDIS_CONNECT_TIMEOUT", 5, minimum=1)
+REDIS_SOCKET_TIMEOUT = envint("REDIS_SOCKET_TIMEOUT", 30, minimum=2)
+REDIS_HEALTH_CHECK_INTERVAL = 25
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = REDIS_CONNECT_TIMEOUT
+CELERY_REDIS_SOCKET_TIMEOUT = REDIS_SOCKET_TIMEOUT
+CELERY_REDIS_BACKEND_HEALTH_CHECK_INTERVAL = REDIS_HEALTH_CHECK_INTERVAL
+CELERY_REDIS_RETRY_ON_TIMEOUT = True
 # Time limits of one job: at the soft limit the job stops and is failed with the reason; at the hard
 # limit its process is killed (and the job failed by the reaper).
 CELERY_TASK_TIME_LIMIT = envint("JOB_TIME_LIMIT", 6 * 3600, minimum=60)
@@ -299,6 +317,14 @@ if CELERY_VISIBILITY_TIMEOUT <= CELERY_TASK_TIME_LIMIT:
         "(the longest a job may run), or a running job's task is delivered again"
     )
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+if CELERY_BROKER_URL.startswith(("redis", "rediss")):
+    CELERY_BROKER_TRANSPORT_OPTIONS |= {
+        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+        "socket_timeout": REDIS_SOCKET_TIMEOUT,
+        "socket_keepalive": True,
+        "health_check_interval": REDIS_HEALTH_CHECK_INTERVAL,
+        "retry_on_timeout": True,
+    }
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 # A process running a job refreshes a key in the shared cache this often; 3 missed beats and any host
 # may call the job's process gone.
@@ -309,6 +335,14 @@ EMBEDDED_TASKS_IN_THREAD = envbool("EMBEDDED_TASKS_IN_THREAD", True)
 # A running job of a resumable kind (the judge jobs) whose worker has not reported for this long
 # lost its worker: a worker that starts queues it again, and it resumes from the judge cache.
 JOB_STALE_SECONDS = envint("JOB_STALE_SECONDS", 120, minimum=1)
+# Every worker sweeps the jobs this often (fails the dead, sends again what never reached a worker): with a worker
+# and the database healthy, no job stays queued or running for good (docs/deploy.md, "Outages").
+JOB_SWEEP_SECONDS = envint("JOB_SWEEP_SECONDS", 60, minimum=1)
+# A queued job whose task the broker took this long ago and no worker claimed is sent again (the broker lost it
+# in an outage, or a worker took it while the database was away); a task delivered twice runs its job once.
+JOB_RESEND_SECONDS = envint("JOB_RESEND_SECONDS", 600, minimum=5)
+# A job whose worker lost the database waits this long for it to come back to record how the job ended.
+JOB_OUTAGE_WAIT_SECONDS = envint("JOB_OUTAGE_WAIT_SECONDS", 3600, minimum=10)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -399,7 +433,17 @@ LOGGING = {
 CACHE_URL = envstr("CACHE_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL, "KEY_PREFIX": "lsl"}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": "lsl",
+            # a cache that went away answers "unavailable" within seconds instead of hanging a request or a job
+            "OPTIONS": {
+                "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+                "socket_timeout": REDIS_SOCKET_TIMEOUT,
+                "health_check_interval": REDIS_HEALTH_CHECK_INTERVAL,
+            },
+        }
         if CACHE_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "labelstudio-lite"}
     )

@@ -4,8 +4,10 @@
   calls :func:`job_request` (create the job, start it once the transaction commits);
 * a job's row stays ``queued`` only once the broker accepted its task: when the broker refuses it, the
   row is deleted and :class:`~.errors.BrokerUnavailable` raised (the door answers 503, the uploads are
-  deleted); a job whose sender died before the hand-off (its ``sent_at`` still empty a minute on) is sent
-  by the next door that asks for a job, its page or a starting worker (:func:`jobs_send_unsent`);
+  deleted); a job whose sender died before the hand-off (its ``sent_at`` still empty a minute on), or whose
+  task no worker claimed ``JOB_RESEND_SECONDS`` after the broker took it (lost in an outage), is sent again
+  by the next door that asks for a job, its page, the command following it or a worker's sweep
+  (:func:`jobs_send_unsent`, :func:`jobs_sweep`);
 * a running job of a resumable kind whose heartbeat is older than ``JOB_STALE_SECONDS`` lost its worker,
   and :func:`jobs_resume_stale` (called when a worker starts) queues it again;
 * :func:`jobs_recover` fails the running jobs whose process is gone (:func:`~.liveness.job_reap`).
@@ -29,9 +31,9 @@ from django.utils import timezone
 from ..models import Job
 from ..services.importing import Progress, no_progress
 from .errors import BrokerUnavailable
-from .liveness import job_reap, progress_key
+from .liveness import cache_quietly, job_reap, progress_key, runner_gone
 from .registry import job_kind, resumable_kinds
-from .runner import job_run
+from .runner import DATABASE_ERRORS, job_run
 from .task import run_job
 
 logger = logging.getLogger(__name__)
@@ -110,18 +112,20 @@ def _run_in_thread(job_id: int) -> None:
         connection.close()
 
 
-def jobs_resume_stale(*, queue: str | None = None) -> list[int]:
+def jobs_resume_stale(*, queue: str | None = None, gone_only: bool = False) -> list[int]:
     """Queue again every running job of a resumable kind whose worker stopped reporting (it died); return their ids.
 
     ``queue``: where to send them (a starting worker sends them to a queue it reads); Celery's default otherwise.
+    ``gone_only``: only those whose process is known to be gone (:func:`~.liveness.runner_gone`), not merely
+    silent: the periodic sweep's choice, since a judge run may be silent for a while (the database away, a slow
+    call) and must not be resumed under a process that still runs it.
     """
     stale = timezone.now() - timedelta(seconds=settings.JOB_STALE_SECONDS)
     kinds = resumable_kinds()
-    jobs = list(
-        Job.objects.filter(status=Job.Status.RUNNING, kind__in=kinds)
-        .filter(Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale))
-        .values_list("pk", flat=True)
+    found = Job.objects.filter(status=Job.Status.RUNNING, kind__in=kinds).filter(
+        Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, started_at__lt=stale)
     )
+    jobs = [job.pk for job in found if not gone_only or runner_gone(job)]
     if jobs and not settings.CELERY_TASK_ALWAYS_EAGER:
         for job_id in jobs:
             logger.warning("job %s lost its worker; queued again to resume from the cache", job_id)
@@ -134,27 +138,48 @@ def jobs_resume_stale(*, queue: str | None = None) -> list[int]:
 UNSENT_GRACE_SECONDS = 60
 
 
+def _unsent_filter() -> Q:
+    """Queued jobs whose task no worker will run: never handed to the broker though created a minute ago (the
+    sender died), or handed over ``JOB_RESEND_SECONDS`` ago and still not claimed (the broker lost it in an
+    outage, or a worker consumed it while the database was away and could not give it back)."""
+    now = timezone.now()
+    late = now - timedelta(seconds=UNSENT_GRACE_SECONDS)
+    return Q(status=Job.Status.QUEUED) & (
+        Q(sent_at__isnull=True, created_at__lt=late)
+        | Q(sent_at__lt=now - timedelta(seconds=settings.JOB_RESEND_SECONDS))
+    )
+
+
+def _unsent(job: Job) -> bool:
+    """Whether ``job`` is one :func:`_unsent_filter` selects (read from the row in hand: no query)."""
+    if job.status != Job.Status.QUEUED:
+        return False
+    now = timezone.now()
+    if job.sent_at is None:
+        return job.created_at < now - timedelta(seconds=UNSENT_GRACE_SECONDS)
+    return job.sent_at < now - timedelta(seconds=settings.JOB_RESEND_SECONDS)
+
+
 def jobs_send_unsent() -> list[int]:
-    """Hand to the broker the queued jobs whose task never reached it; return their ids.
+    """Hand to the broker the queued jobs whose task never reached a worker (:func:`_unsent_filter`); return their ids.
 
     A job's row is committed before its task is sent (the worker must find the row); a web process
-    killed between the two left a job "queued" that no worker would ever run. Sending it again is
-    safe: a job is claimed only while queued, so a task delivered twice runs it once. A broker still
-    away leaves the job for the next try.
+    killed between the two left a job "queued" that no worker would ever run, and a broker that restarted
+    empty forgets the tasks it held. Sending again is safe: a job is claimed only while queued, so a task
+    delivered twice runs it once (a job merely waiting behind long ones gets one extra task per
+    ``JOB_RESEND_SECONDS``, skipped in milliseconds). A broker still away leaves the job for the next try.
     """
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return []
-    late = timezone.now() - timedelta(seconds=UNSENT_GRACE_SECONDS)
     sent = []
-    for job_id in Job.objects.filter(status=Job.Status.QUEUED, sent_at__isnull=True, created_at__lt=late).values_list(
-        "pk", flat=True
-    ):
+    for job_id, sent_at in Job.objects.filter(_unsent_filter()).values_list("pk", "sent_at"):
         try:
             _hand_off(job_id)
         except Exception as error:  # the broker is away: the next door that asks tries again
-            logger.warning("job %s never reached the broker, which still refuses it: %s", job_id, error)
+            logger.warning("job %s never reached a worker, and the broker still refuses it: %s", job_id, error)
             break
-        logger.warning("job %s never reached the broker (its sender died); sent it now", job_id)
+        why = "its sender died" if sent_at is None else f"no worker took the task sent at {sent_at:%H:%M:%S}"
+        logger.warning("job %s never reached a worker (%s); sent it again", job_id, why)
         sent.append(job_id)
     return sent
 
@@ -164,10 +189,10 @@ def job_snapshot(job: Job) -> Job:
     sent to the broker if the process that should have sent it died)."""
     if job.status == Job.Status.RUNNING and job_reap(job):
         job.refresh_from_db()
-    if job.status == Job.Status.QUEUED and job.sent_at is None and job.pk in jobs_send_unsent():
+    if _unsent(job) and job.pk in jobs_send_unsent():
         job.refresh_from_db()
     if job.status in (Job.Status.QUEUED, Job.Status.RUNNING):
-        progress = cache.get(progress_key(job.pk))
+        progress = cache_quietly(cache.get, progress_key(job.pk))
         if progress:
             job.done = progress["done"] or 0
             job.total = progress["total"]
@@ -188,7 +213,14 @@ def job_follow(job: Job, *, on_progress: Progress = no_progress, poll_seconds: f
     job_send(job.pk)
     while True:
         time.sleep(poll_seconds)
-        current = job_snapshot(Job.objects.get(pk=job.pk))
+        try:
+            current = job_snapshot(Job.objects.get(pk=job.pk))
+        except DATABASE_ERRORS as error:  # the job goes on without us: wait for the database, then follow it again
+            logger.warning("job %s: the database is unavailable (%s); waiting for it", job.pk, error)
+            on_progress(0, None, "waiting for the database")
+            close_old_connections()
+            time.sleep(2)
+            continue
         on_progress(current.done, current.total, current.message or current.get_status_display())
         if current.finished:
             return current
@@ -205,3 +237,13 @@ def jobs_recover() -> list[int]:
     reaped = [job.pk for job in Job.objects.filter(status=Job.Status.RUNNING) if job_reap(job)]
     jobs_send_unsent()
     return reaped
+
+
+def jobs_sweep(*, queue: str | None = None, starting: bool = False) -> None:
+    """What every worker does every ``JOB_SWEEP_SECONDS`` (:mod:`.worker`), and a starting worker once: fail the
+    running jobs whose process is gone, send again the queued ones no worker will run (:func:`jobs_recover`),
+    queue again the stale resumable ones whose process is gone (:func:`jobs_resume_stale`; a starting worker
+    (``starting``) also those merely silent, as before). With a worker and the database healthy, no
+    job stays queued or running for good, whichever outage came before."""
+    jobs_recover()
+    jobs_resume_stale(queue=queue, gone_only=not starting)

@@ -6,6 +6,9 @@ that a job's process is gone (a pool child killed by the OOM killer, a worker ki
 follows it, every door that asks for a job, a starting worker and the task itself when the broker
 delivers it again (``task_reject_on_worker_lost``). The cache also holds a running job's progress
 (:func:`progress_key`): a task may be inside a long transaction, where a row update stays invisible.
+
+The cache being away, or back empty after a restart, is "cannot tell", never "the process died"
+(:func:`runner_state`): no job is failed for an outage of Redis, and a job's progress waits for the cache.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
@@ -25,6 +30,8 @@ from ..services.uploads import discard_uploads_of
 from .registry import JOB_KINDS
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def progress_key(job_id: int) -> str:
@@ -97,8 +104,9 @@ class Alive:
     def _set(self) -> None:
         try:
             cache.set(alive_key(self.job_id), this_process(), _alive_ttl())
-        except Exception:  # the cache being away must not fail the job; its page may then call it gone
-            logger.warning("job %s: could not refresh its alive key", self.job_id, exc_info=True)
+            cache.add(CACHE_BORN_KEY, timezone.now().timestamp(), None)
+        except Exception:  # the cache being away must not fail the job (nobody calls it gone: cannot tell)
+            logger.warning("job %s: could not refresh its alive key (the cache is away)", self.job_id)
 
     def _beat(self) -> None:
         while not self.stop.wait(settings.JOB_HEARTBEAT_SECONDS):
@@ -114,19 +122,57 @@ class Alive:
         self.thread.join(timeout=5)
 
 
-def runner_gone(job: Job) -> bool:
-    """Whether the process running ``job`` is gone, or no longer runs it: on this host from the process table;
-    on any host, with a shared cache, from its alive key (lapsed for ``3 × JOB_HEARTBEAT_SECONDS``: the process
-    died, or its task ended without recording the job's end, e.g. while the database was away)."""
+#: The cache key holding when the cache was first seen holding nothing of ours (it started, restarted or was
+#: flushed): kept with no expiry, so its absence means the cache lost its keys.
+CACHE_BORN_KEY = "job-cache-born"
+
+
+def cache_born() -> float | None:
+    """When the shared cache was first seen (a timestamp), recording now if it holds no such record; None when the
+    cache cannot be reached. A cache that restarted without its keys lost every alive key with them: until the
+    processes still alive had one key lifetime to write theirs again, a missing key tells nothing."""
+    now = timezone.now().timestamp()
+    try:
+        if cache.add(CACHE_BORN_KEY, now, None):
+            return now
+        born = cache.get(CACHE_BORN_KEY)
+    except Exception:  # the cache is away (an outage of Redis): cannot tell
+        logger.warning("the cache is unavailable, so no job's process can be called gone")
+        return None
+    return float(born) if born is not None else now
+
+
+def runner_state(job: Job) -> str:
+    """Whether the process running ``job`` still runs it: ``"alive"``, ``"gone"`` or ``"unknown"`` (cannot tell).
+
+    Gone: on this host, the process is not in the process table; on any host, with a shared cache that has
+    been up for at least one key lifetime (``3 × JOB_HEARTBEAT_SECONDS``), its alive key lapsed (the process
+    died, or its task ended without recording the job's end). Unknown: the cache cannot be reached, or lost its
+    keys less than a key lifetime ago (a Redis restarted in an outage), or the cache is per process (no sharing).
+    """
     if not job.runner:
-        return False
+        return "unknown"
     if job.runner.startswith(f"{socket.gethostname()}:") and _gone(job.runner):
-        return True
+        return "gone"
     if not _shared_cache() or job.started_at is None:
-        return False
-    if timezone.now() - job.started_at < timedelta(seconds=_alive_ttl()):
-        return False
-    return cache.get(alive_key(job.pk)) is None
+        return "unknown"
+    now = timezone.now()
+    if now - job.started_at < timedelta(seconds=_alive_ttl()):
+        return "alive"
+    try:
+        if cache.get(alive_key(job.pk)) is not None:
+            return "alive"
+    except Exception:
+        logger.warning("the cache is unavailable, so job %s's process cannot be called gone", job.pk)
+        return "unknown"
+    born = cache_born()
+    return "unknown" if born is None or now.timestamp() - born < _alive_ttl() else "gone"
+
+
+def runner_gone(job: Job) -> bool:
+    """Whether the process running ``job`` is known to be gone, or no longer to run it (see :func:`runner_state`);
+    "cannot tell" is not gone."""
+    return runner_state(job) == "gone"
 
 
 def job_reap(job: Job) -> bool:
@@ -163,5 +209,17 @@ def job_reap(job: Job) -> bool:
             discard_uploads_of(kind.params(**job.params))
         except TypeError:
             pass
-    cache.delete(progress_key(job.pk))
+    cache_quietly(cache.delete, progress_key(job.pk))
     return True
+
+
+def cache_quietly(method: Callable[..., T], *args: Any, default: T | None = None, **kwargs: Any) -> T | None:
+    """Call a cache ``method`` for a job's progress or alive key; on a cache outage log it and return ``default``.
+
+    A job's work lives in the database: the cache being away (a Redis restart) must neither fail a job nor a page.
+    """
+    try:
+        return method(*args, **kwargs)
+    except Exception as error:
+        logger.warning("the cache is unavailable (%s: %s): going on without it", method.__name__, error)
+        return default

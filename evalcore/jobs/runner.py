@@ -18,13 +18,14 @@ update would stay invisible until commit) and to the job row when the task is no
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -33,12 +34,15 @@ from ..services.importing import Progress, no_progress
 from ..services.problems import ImportFailed, UserFacingError
 from ..services.uploads import discard_uploads_of, local_files
 from .errors import JobCancelled
-from .liveness import Alive, alive_key, job_reap, progress_key, runner_gone, this_process
+from .liveness import Alive, alive_key, cache_quietly, job_reap, progress_key, runner_gone, this_process
 from .registry import job_kind
 
 logger = logging.getLogger(__name__)
 
 PROGRESS_TTL = 24 * 3600
+
+#: What the database raises when it is away or dropped the connection (an outage, not a bug).
+DATABASE_ERRORS = (OperationalError, InterfaceError)
 
 
 #: How many times a resumable job is taken up before a lost worker fails it instead (one that kills its worker,
@@ -95,35 +99,71 @@ def job_run(job_id: int, *, on_progress: Progress = no_progress) -> Job | None:
     if not claimed:
         job_reap(job)
         return Job.objects.filter(pk=job_id).first()
+    with Alive(job_id):  # kept alive until the job's end is recorded, however long the database is away
+        _finish_despite_outage(job_id, **_outcome(job, spec, progress))
+    return Job.objects.get(pk=job_id)
+
+
+def _outcome(job: Job, spec: Any, progress: Progress) -> dict[str, Any]:
+    """Run a claimed job's handler; return how it ended (what :func:`_finish` records)."""
     params = None
     try:
         params = spec.params(**job.params)
-        with Alive(job_id), local_files(params) as local:
+        with local_files(params) as local:
             result = spec.handler(local, job, progress)
     except JobCancelled:
-        _finish(job_id, result={"cancelled": True}, status=Job.Status.CANCELLED)
+        return {"result": {"cancelled": True}, "status": Job.Status.CANCELLED}
     except ImportFailed as error:
-        _finish(job_id, error=str(error), result={"problems": [p.as_dict() for p in error.problems]}, params=params)
+        return {"error": str(error), "result": {"problems": [p.as_dict() for p in error.problems]}, "params": params}
     except UserFacingError as error:
-        _finish(job_id, error=str(error), params=params)
+        return {"error": str(error), "params": params}
     except SoftTimeLimitExceeded:
         limit = settings.CELERY_TASK_SOFT_TIME_LIMIT
-        _finish(
-            job_id,
-            error=f"The job ran longer than its time limit ({limit} s, JOB_SOFT_TIME_LIMIT) and was stopped; nothing "
-            "of an import was kept. Split the file, or ask the operator to raise the limit.",
-            params=params,
+        return {
+            "error": f"The job ran longer than its time limit ({limit} s, JOB_SOFT_TIME_LIMIT) and was stopped; "
+            "nothing of an import was kept. Split the file, or ask the operator to raise the limit.",
+            "params": params,
+        }
+    except DATABASE_ERRORS as error:  # the database went away (or dropped the connection) under the job
+        logger.warning("job %s (%s): the database failed under it: %s", job.pk, job.kind, error)
+        kept = (
+            "What it had done is kept; start it again and it resumes where it stopped."
+            if spec.resumable
+            else "Nothing of it was kept (imports are written in one transaction); start it again."
         )
+        first = (str(error).strip().splitlines() or [""])[0]
+        return {
+            "error": f"The database became unavailable while this job ran ({type(error).__name__}: {first}). {kept}",
+            "params": params,
+        }
     except Exception as error:  # a job must record why it failed, whatever failed; the details go to the log only
-        logger.exception("job %s (%s) failed", job_id, job.kind)
-        _finish(
-            job_id,
-            error=f"Internal error ({type(error).__name__}) in job {job_id}; the server log has the details.",
-            params=params,
-        )
-    else:
-        _finish(job_id, result=result, params=params)
-    return Job.objects.get(pk=job_id)
+        logger.exception("job %s (%s) failed", job.pk, job.kind)
+        return {
+            "error": f"Internal error ({type(error).__name__}) in job {job.pk}; the server log has the details.",
+            "params": params,
+        }
+    return {"result": result, "params": params}
+
+
+def _finish_despite_outage(job_id: int, **outcome: Any) -> None:
+    """Record how the job ended, waiting for the database while it is away (up to ``JOB_OUTAGE_WAIT_SECONDS``):
+    a job's end is never lost to an outage, so its page never says "running" for a job nobody runs."""
+    deadline = time.monotonic() + settings.JOB_OUTAGE_WAIT_SECONDS
+    pause = 0.5
+    while True:
+        try:
+            _finish(job_id, **outcome)
+            return
+        except DATABASE_ERRORS as error:
+            if time.monotonic() > deadline:
+                raise
+            logger.warning("job %s ended but the database is away (%s); recording it when it is back", job_id, error)
+        try:
+            connection.close()  # a broken connection: the next query opens a new one
+        except Exception:
+            logger.debug("closing the broken database connection failed", exc_info=True)
+        time.sleep(pause)
+        pause = min(pause * 2, 10.0)
 
 
 def progress_reporter(job_id: int) -> Progress:
@@ -135,7 +175,7 @@ def progress_reporter(job_id: int) -> Progress:
         if now - last[0] < 0.5 and done != total:
             return
         last[0] = now
-        cache.set(progress_key(job_id), {"done": done, "total": total, "message": message}, PROGRESS_TTL)
+        cache_quietly(cache.set, progress_key(job_id), {"done": done, "total": total, "message": message}, PROGRESS_TTL)
         if not connection.in_atomic_block:
             Job.objects.filter(pk=job_id).update(done=done, total=total, message=message, heartbeat_at=timezone.now())
 
@@ -147,7 +187,7 @@ def _finish(
 ) -> None:
     if params is not None:
         discard_uploads_of(params)  # a finished job's uploads are of no more use (its rows are in the database)
-    progress = cache.get(progress_key(job_id)) or {}
+    progress = cache_quietly(cache.get, progress_key(job_id)) or {}
     status = status or (Job.Status.FAILED if error else Job.Status.SUCCEEDED)
     Job.objects.filter(pk=job_id).update(
         status=status,
@@ -158,7 +198,7 @@ def _finish(
         done=progress.get("total") or progress.get("done") or 0,
         total=progress.get("total"),
     )
-    cache.delete_many([progress_key(job_id), alive_key(job_id)])
+    cache_quietly(cache.delete_many, [progress_key(job_id), alive_key(job_id)])
 
 
 def job_cancel(*, job: Job, user: Any = None) -> Job:

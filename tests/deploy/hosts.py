@@ -114,10 +114,11 @@ class Deployment:
         self.procs.append(proc)
         return proc
 
-    def worker(self, name: str) -> Proc:
+    def worker(self, name: str, *, flags: tuple[str, ...] = ("--without-gossip", "--without-mingle")) -> Proc:
+        """A Celery worker (``flags``: extra options; none for the command docs/deploy.md gives)."""
         args = [sys.executable, "-m", "celery", "-A", "labelstudio_lite", "worker", "--pool", "prefork"]
         args += ["--concurrency", "1", "-n", f"{name}-{uuid.uuid4().hex[:6]}@%h", "--loglevel", "INFO"]
-        args += ["--without-gossip", "--without-mingle"]
+        args += list(flags)
         proc = spawn(name, args, self.host_env(name), self.folder)
         deadline = time.monotonic() + 60
         while " ready." not in proc.output():
@@ -174,3 +175,79 @@ def upload(port: int, path: str, token: str, fields: dict[str, str], name: str, 
 def parent_of(pid: int) -> int:
     with open(f"/proc/{pid}/stat", "rb") as handle:
         return int(handle.read().rsplit(b")", 1)[1].split()[1])
+
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+@dataclass
+class Postgres:
+    """A throwaway PostgreSQL cluster of its own (never the machine's shared one), which a test may stop and start."""
+
+    folder: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/lsl"
+
+    def _ctl(self, *args: str) -> None:
+        command = [str(PG_BIN / "pg_ctl"), "-D", str(self.folder / "data"), *args]
+        subprocess.run(_as_postgres(command), check=True, capture_output=True, timeout=60)
+
+    def start(self) -> None:
+        self._ctl(
+            "-o", f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1", "-l", str(self.log), "-w", "start"
+        )
+
+    def stop(self) -> None:
+        """Stop it as an outage would (connections cut; ``-m fast``)."""
+        self._ctl("-m", "fast", "-w", "stop")
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "postgres.log"
+
+    def query(self, sql: str, *params: Any) -> list[tuple]:
+        import psycopg
+
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=lsl", autocommit=True) as conn:
+            return conn.execute(sql, params).fetchall()
+
+
+def _as_postgres(command: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: run its tools as the ``postgres`` user then."""
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+def postgres_server(env: dict[str, str]) -> Postgres:
+    """Start a PostgreSQL cluster of its own on a spare port, with database ``lsl`` migrated (``env``: the project's)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="lsl-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(folder, "postgres", "postgres")
+    command = [str(PG_BIN / "initdb"), "-D", str(folder / "data"), "-U", "postgres", "-A", "trust", "--no-sync"]
+    subprocess.run(_as_postgres(command), check=True, capture_output=True, timeout=120)
+    server = Postgres(folder, free_port())
+    server.start()
+    subprocess.run(
+        _as_postgres([str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres", "lsl"]),
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    migrate = [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"]
+    subprocess.run(migrate, cwd=ROOT, env={**env, "DATABASE_URL": server.url}, check=True, timeout=300)
+    return server
+
+
+def remove_postgres(server: Postgres) -> None:
+    import shutil
+
+    try:
+        server.stop()
+    except subprocess.CalledProcessError:
+        pass  # already stopped
+    shutil.rmtree(server.folder, ignore_errors=True)

@@ -116,9 +116,15 @@ def test_the_job_page_fails_a_job_whose_process_is_gone_instead_of_showing_it_ru
     assert job.status == Job.Status.FAILED
 
 
+def cache_up_since(minutes: float) -> None:
+    """The shared cache has held our keys (without losing them) for ``minutes``."""
+    cache.set(liveness.CACHE_BORN_KEY, (timezone.now() - timedelta(minutes=minutes)).timestamp(), None)
+
+
 @pytest.mark.django_db
 def test_a_job_on_another_host_is_failed_once_its_alive_key_lapses_in_the_shared_cache(monkeypatch):
     monkeypatch.setattr(liveness, "_shared_cache", lambda: True)
+    cache_up_since(10)
     long_ago = timezone.now() - timedelta(minutes=5)
     lost = Job.objects.create(
         kind=IMPORT_EVALSET, status=Job.Status.RUNNING, runner="lost-host:41:7", started_at=long_ago
@@ -134,6 +140,35 @@ def test_a_job_on_another_host_is_failed_once_its_alive_key_lapses_in_the_shared
     lost.refresh_from_db()
     assert "pid 41 on lost-host" in lost.error
     assert not job_reap(Job.objects.get(pk=alive.pk)) and not job_reap(Job.objects.get(pk=just_started.pk))
+
+
+@pytest.mark.django_db
+def test_a_lapsed_alive_key_in_a_cache_that_lost_its_keys_or_is_away_is_cannot_tell_not_gone(monkeypatch, settings):
+    """A Redis restarted empty in an outage lost every alive key: no job is failed for it until live processes
+    had one key lifetime to write theirs again; a cache that cannot be reached tells nothing either."""
+    monkeypatch.setattr(liveness, "_shared_cache", lambda: True)
+    long_ago = timezone.now() - timedelta(minutes=5)
+    job = Job.objects.create(
+        kind=IMPORT_EVALSET, status=Job.Status.RUNNING, runner="far-host:41:7", started_at=long_ago
+    )
+    assert liveness.runner_state(job) == "unknown"  # the cache holds nothing of ours: it (re)started just now
+    assert dispatch.jobs_recover() == [] and Job.objects.get(pk=job.pk).status == Job.Status.RUNNING
+
+    cache_up_since(0.5 * 3 * settings.JOB_HEARTBEAT_SECONDS / 60)  # back for half a key lifetime: still cannot tell
+    assert liveness.runner_state(job) == "unknown"
+    cache.set(f"job-alive:{job.pk}", job.runner, 60)  # the live process wrote its key again
+    assert liveness.runner_state(job) == "alive"
+    cache.delete(f"job-alive:{job.pk}")
+    cache_up_since(2 * 3 * settings.JOB_HEARTBEAT_SECONDS / 60)  # a whole key lifetime and no key: gone
+    assert liveness.runner_state(job) == "gone"
+
+    def away(*args, **kwargs):
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
+
+    monkeypatch.setattr(liveness.cache, "get", away)
+    monkeypatch.setattr(liveness.cache, "add", away)
+    assert liveness.runner_state(job) == "unknown" and not job_reap(job)
+    assert Job.objects.get(pk=job.pk).status == Job.Status.RUNNING
 
 
 @pytest.mark.django_db
@@ -239,6 +274,7 @@ def test_a_command_while_the_broker_is_down_says_so_in_one_line_and_leaves_no_jo
 def test_a_job_whose_task_ended_without_recording_its_end_is_failed_though_its_process_lives_on(monkeypatch):
     """A pool process outlives the task (the database was away when the job's end was written): the alive key lapses."""
     monkeypatch.setattr(liveness, "_shared_cache", lambda: True)
+    cache_up_since(10)
     job = Job.objects.create(
         kind=IMPORT_EVALSET,
         status=Job.Status.RUNNING,
