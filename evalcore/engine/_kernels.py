@@ -101,23 +101,67 @@ def _score_dense(
     (rank, question) matrix of retrieved ids at once; sums run in rank order, exactly as in the
     flat kernel, so both give identical numbers.
     """
-    n = encoded.n_questions
-    r_docs, g_docs, g_grades = encoded.ranked_docs, encoded.gold_docs, encoded.gold_grades
-    r_len = np.diff(encoded.ranked_offsets)
+    width = int(np.diff(encoded.ranked_offsets).max(initial=0))
     g_len = np.diff(encoded.gold_offsets)
-    width = int(r_len.max(initial=0))
     depth = int(g_len.max(initial=0))
-    if (
+    if not _dense_pays(encoded, width, depth):
+        return None
+    codes = _narrow_codes(encoded.ranked_docs, encoded.gold_docs)
+    if codes is None:
+        return None
+    r_small, g_small, r_fill, g_fill = codes
+    ranked = _columns(r_small, encoded.ranked_offsets, width, r_fill, r_small.dtype)
+    relevant_flat = encoded.gold_grades > 0
+    # where each question's j-th gold judgment sits in the flat arrays (one past the end: none)
+    position = np.arange(depth)[:, None]
+    g_index = np.where(position < g_len, encoded.gold_offsets[:-1] + position, g_small.size)
+    gold = np.append(np.where(relevant_flat, g_small, g_fill), r_small.dtype.type(g_fill))[g_index]
+    n_relevant = np.count_nonzero(gold != g_fill, axis=0)
+    if depth > 1:
+        _refuse_repeated_gold(gold, g_fill)
+    first = _first_relevant_ranks(ranked, gold, width)
+    k_eff = np.minimum(k_q, width)
+    in_k = first < k_eff
+    judged = g_len > 0  # scored: NaN only without any gold judgment
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out: dict[str, np.ndarray] = {}
+        hits_k = None
+        if "recall" in metrics or "precision" in metrics:
+            hits_k = np.count_nonzero(in_k, axis=0).astype(np.float64)
+            if "recall" in metrics:
+                out["recall"] = np.where(judged, hits_k / np.maximum(n_relevant, 1), np.nan)
+            if "precision" in metrics:
+                out["precision"] = np.where(judged, np.where(k_q > 0, hits_k / np.maximum(k_q, 1), 0.0), np.nan)
+        if "rr" in metrics or "rr@k" in metrics:
+            out.update(_dense_reciprocal_ranks(first, k_q, k_eff, judged, width, metrics))
+        if "ndcg" in metrics:
+            gains = np.append(np.where(relevant_flat, _gains(encoded.gold_grades, gain), 0.0), 0.0)[g_index]
+            dcg = _dense_dcg(gains, first, in_k, width, hits_k)
+            idcg = _dense_ideal_dcg(gains, k_q)
+            out["ndcg"] = np.where(judged, np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0), np.nan)
+    out["n_relevant"] = n_relevant
+    out["k"] = k_q
+    return out
+
+
+def _dense_pays(encoded: EncodedRetrieval, width: int, depth: int) -> bool:
+    """Whether padding every question to the longest list (``width``) and gold (``depth``) costs little enough."""
+    n = encoded.n_questions
+    return not (
         n == 0
         or depth > _DENSE_MAX_GOLD
         or width > 32_767
-        or width * n > _DENSE_PADDING * r_docs.size + 16 * n
-        or depth * n > _DENSE_PADDING * g_docs.size + 16 * n
-    ):
-        return None
+        or width * n > _DENSE_PADDING * encoded.ranked_docs.size + 16 * n
+        or depth * n > _DENSE_PADDING * encoded.gold_docs.size + 16 * n
+    )
+
+
+def _narrow_codes(r_docs: np.ndarray, g_docs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int] | None:
+    """Return the retrieved and gold codes as 32-bit integers when they fit (half the memory traffic), else 64-bit
+    ones, with a fill value for padded ranks and another for padded gold (neither a real code); None when the
+    codes span so much of the 64-bit range that no fill value is left."""
     low = int(min(r_docs.min(initial=0), g_docs.min(initial=0)))
     high = int(max(r_docs.max(initial=0), g_docs.max(initial=0)))
-    # Compare 32-bit codes when they fit (half the memory traffic), else 64-bit ones.
     if low >= 0 and high < 2**31:
         r_small, g_small = r_docs.astype(np.int32), g_docs.astype(np.int32)
     elif high - low < 2**31 - 2:
@@ -127,24 +171,24 @@ def _score_dense(
     else:
         return None
     r_fill, g_fill = (-1, -2) if r_small.dtype == np.int32 else (min(low, 0) - 1, min(low, 0) - 2)
-    ranked = _columns(r_small, encoded.ranked_offsets, width, r_fill, r_small.dtype)
-    relevant_flat = g_grades > 0
-    # where each question's j-th gold judgment sits in the flat arrays (one past the end: none)
-    position = np.arange(depth)[:, None]
-    g_index = np.where(position < g_len, encoded.gold_offsets[:-1] + position, g_docs.size)
-    gold = np.append(np.where(relevant_flat, g_small, g_fill), r_small.dtype.type(g_fill))[g_index]
-    relevant = gold != g_fill
-    n_relevant = np.count_nonzero(relevant, axis=0)
-    if depth > 1:
-        same = np.zeros(n, dtype=bool)
-        for j in range(depth):
-            for other in range(j + 1, depth):
-                same |= (gold[j] == gold[other]) & (gold[j] != g_fill)
-        if same.any():
-            raise ValueError(f"gold of question {int(np.flatnonzero(same)[0])} lists the same document twice")
+    return r_small, g_small, r_fill, g_fill
 
-    # first[j, i]: 0-based rank at which question i first retrieved its j-th relevant judgment,
-    # ``width`` if never. A repeated document counts at its first position only.
+
+def _refuse_repeated_gold(gold: np.ndarray, g_fill: int) -> None:
+    """Raise ValueError when a question's relevant gold (a ``(depth, n)`` matrix) lists one document twice."""
+    depth, n = gold.shape
+    same = np.zeros(n, dtype=bool)
+    for j in range(depth):
+        for other in range(j + 1, depth):
+            same |= (gold[j] == gold[other]) & (gold[j] != g_fill)
+    if same.any():
+        raise ValueError(f"gold of question {int(np.flatnonzero(same)[0])} lists the same document twice")
+
+
+def _first_relevant_ranks(ranked: np.ndarray, gold: np.ndarray, width: int) -> np.ndarray:
+    """Return ``first[j, i]``: the 0-based rank at which question i first retrieved its j-th relevant judgment,
+    ``width`` if never. A repeated document counts at its first position only."""
+    depth, n = gold.shape
     weight_type = np.int8 if width < 127 else np.int16
     weights = (width - np.arange(width)).astype(weight_type)[:, None]
     score = np.zeros((depth, n), dtype=weight_type)
@@ -155,59 +199,69 @@ def _score_dense(
             np.equal(ranked, gold[j], out=equal)
             np.multiply(equal.view(np.int8), weights, out=product)
             np.max(product, axis=0, out=score[j])
-    first = width - score.astype(np.intp)
-    k_eff = np.minimum(k_q, width)
-    in_k = first < k_eff
-    judged = np.diff(encoded.gold_offsets) > 0  # scored: NaN only without any gold judgment
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out: dict[str, np.ndarray] = {}
-        if "recall" in metrics or "precision" in metrics:
-            hits_k = np.count_nonzero(in_k, axis=0).astype(np.float64)
-            if "recall" in metrics:
-                out["recall"] = np.where(judged, hits_k / np.maximum(n_relevant, 1), np.nan)
-            if "precision" in metrics:
-                out["precision"] = np.where(judged, np.where(k_q > 0, hits_k / np.maximum(k_q, 1), 0.0), np.nan)
-        if "rr" in metrics or "rr@k" in metrics:
-            best = first.min(axis=0) if depth else np.full(n, width, dtype=np.intp)
-            if "rr" in metrics:
-                rr = np.where(best < width, 1.0 / (best + 1.0), 0.0)
-                out["rr"] = np.where(judged, np.where(k_q > 0, rr, 0.0), np.nan)
-            if "rr@k" in metrics:
-                out["rr@k"] = np.where(judged, np.where(best < k_eff, 1.0 / (best + 1.0), 0.0), np.nan)
-        if "ndcg" in metrics:
-            gains = np.append(np.where(relevant_flat, _gains(g_grades, gain), 0.0), 0.0)[g_index]
-            # The flat kernel adds each question's discounted gains in rank order. With at most two
-            # hits any order gives that sum (the other terms are zeros), so only questions with more
-            # are sorted, by the keys rank * 2**shift + j (judgments not in the top k last).
-            discount = np.log2(np.arange(width + 1) + 2.0)
-            contribution = np.where(in_k, gains / discount[first], 0.0)
-            dcg = np.zeros(n)
-            for j in range(depth):
-                dcg += contribution[j]
-            many = np.flatnonzero(hits_k > 2) if "recall" in metrics or "precision" in metrics else None
-            if many is None:
-                many = np.flatnonzero(np.count_nonzero(in_k, axis=0) > 2)
-            if many.size:
-                shift = max(1, (depth - 1).bit_length())
-                judgment = np.arange(depth)[:, None]
-                keys = (np.where(in_k[:, many], first[:, many], width + 1) << shift) | judgment
-                keys = _sort_rows(keys) & ((1 << shift) - 1)
-                in_rank_order = contribution[:, many][keys, np.arange(many.size)]
-                redone = np.zeros(many.size)
-                for j in range(depth):
-                    redone += in_rank_order[j]
-                dcg[many] = redone
-            # Ideal order: the relevant gains, highest first, cut at k.
-            cut = min(depth, int(k_q.max(initial=0)))
-            gains = _sort_rows(gains, descending=True, first=cut)
-            idcg = np.zeros(n)
-            discount = np.log2(np.arange(cut) + 2.0)
-            for j in range(cut):
-                idcg += np.where(j < k_q, gains[j] / discount[j], 0.0)
-            out["ndcg"] = np.where(judged, np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0), np.nan)
-    out["n_relevant"] = n_relevant
-    out["k"] = k_q
+    return width - score.astype(np.intp)
+
+
+def _dense_reciprocal_ranks(
+    first: np.ndarray,
+    k_q: np.ndarray,
+    k_eff: np.ndarray,
+    judged: np.ndarray,
+    width: int,
+    metrics: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """Return ``rr`` (first relevant anywhere in the list) and ``rr@k`` (within k), those of them asked for."""
+    depth, n = first.shape
+    best = first.min(axis=0) if depth else np.full(n, width, dtype=np.intp)
+    out: dict[str, np.ndarray] = {}
+    if "rr" in metrics:
+        rr = np.where(best < width, 1.0 / (best + 1.0), 0.0)
+        out["rr"] = np.where(judged, np.where(k_q > 0, rr, 0.0), np.nan)
+    if "rr@k" in metrics:
+        out["rr@k"] = np.where(judged, np.where(best < k_eff, 1.0 / (best + 1.0), 0.0), np.nan)
     return out
+
+
+def _dense_dcg(
+    gains: np.ndarray, first: np.ndarray, in_k: np.ndarray, width: int, hits_k: np.ndarray | None
+) -> np.ndarray:
+    """Return each question's discounted cumulative gain, summed in rank order (``hits_k``: hits in the top k,
+    None when not counted yet).
+
+    The flat kernel adds each question's discounted gains in rank order. With at most two hits any
+    order gives that sum (the other terms are zeros), so only questions with more are sorted, by the
+    keys rank * 2**shift + j (judgments not in the top k last).
+    """
+    depth, n = first.shape
+    discount = np.log2(np.arange(width + 1) + 2.0)
+    contribution = np.where(in_k, gains / discount[first], 0.0)
+    dcg = np.zeros(n)
+    for j in range(depth):
+        dcg += contribution[j]
+    many = np.flatnonzero(hits_k > 2) if hits_k is not None else np.flatnonzero(np.count_nonzero(in_k, axis=0) > 2)
+    if many.size:
+        shift = max(1, (depth - 1).bit_length())
+        judgment = np.arange(depth)[:, None]
+        keys = (np.where(in_k[:, many], first[:, many], width + 1) << shift) | judgment
+        keys = _sort_rows(keys) & ((1 << shift) - 1)
+        in_rank_order = contribution[:, many][keys, np.arange(many.size)]
+        redone = np.zeros(many.size)
+        for j in range(depth):
+            redone += in_rank_order[j]
+        dcg[many] = redone
+    return dcg
+
+
+def _dense_ideal_dcg(gains: np.ndarray, k_q: np.ndarray) -> np.ndarray:
+    """Return each question's ideal DCG: its relevant gains (a ``(depth, n)`` matrix), highest first, cut at k."""
+    depth, n = gains.shape
+    cut = min(depth, int(k_q.max(initial=0)))
+    gains = _sort_rows(gains, descending=True, first=cut)
+    idcg = np.zeros(n)
+    discount = np.log2(np.arange(cut) + 2.0)
+    for j in range(cut):
+        idcg += np.where(j < k_q, gains[j] / discount[j], 0.0)
+    return idcg
 
 
 def _score_flat(encoded: EncodedRetrieval, k_q: np.ndarray, metrics: Sequence[str], gain: str) -> dict[str, np.ndarray]:

@@ -74,13 +74,29 @@ def stratified_allocation(
     """
     size = check_positive_int(size, "size")
     min_class_share = check_probability(min_class_share, "min_class_share", open_interval=False)
+    _check_strata(strata)
+    total = sum(strata.values())
+    if size >= total:
+        return dict(strata)
+    present, wanted = _wanted_per_verdict(strata, size, min_class_share)
+    class_alloc = _verdict_allocation(present, wanted, size)
+    return _spread_over_slices(strata, class_alloc)
+
+
+def _check_strata(strata: Mapping[tuple[Hashable, Hashable], int]) -> None:
+    """Refuse a key that is not a (slice, verdict) pair and a size that is not a non-negative integer."""
     for key, count in strata.items():
         if not isinstance(key, tuple) or len(key) != 2:
             raise ValueError(f"strata keys are (slice, verdict) pairs, got {key!r}")
         check_positive_int(count, f"size of stratum {key!r}", allow_zero=True)
+
+
+def _wanted_per_verdict(
+    strata: Mapping[tuple[Hashable, Hashable], int], size: int, min_class_share: float
+) -> tuple[dict[Hashable, int], dict[Hashable, float]]:
+    """Return the items available per verdict present, and the (fractional) number of them wanted: each verdict's
+    population share, lifted to ``min_class_share`` for the rare ones (the others shrink to make room)."""
     total = sum(strata.values())
-    if size >= total:
-        return dict(strata)
     classes: dict[Hashable, int] = {}
     for (_, verdict), count in strata.items():
         classes[verdict] = classes.get(verdict, 0) + count
@@ -91,6 +107,11 @@ def stratified_allocation(
     rest = sum(p for v, p in population_share.items() if v not in lifted)
     share = {v: floor if v in lifted else (1.0 - floor * len(lifted)) * population_share[v] / rest for v in present}
     wanted = {v: share[v] * size for v in present}
+    return present, wanted
+
+
+def _verdict_allocation(present: dict[Hashable, int], wanted: dict[Hashable, float], size: int) -> dict[Hashable, int]:
+    """Round the wanted counts to whole items that add up to ``size`` and fit what each verdict holds."""
     class_alloc = {v: min(present[v], int(round(wanted[v]))) for v in present}
     # fix rounding and capacity: hand out (or take back) one at a time to the class furthest below
     # (above) its wanted count, in steps that give the same result as one at a time
@@ -107,6 +128,13 @@ def stratified_allocation(
         v = gaps[-1][1]
         step = max(1, math.floor(gaps[-1][0][0] - gaps[-2][0][0])) if len(gaps) > 1 else excess
         class_alloc[v] -= min(step, excess)
+    return class_alloc
+
+
+def _spread_over_slices(
+    strata: Mapping[tuple[Hashable, Hashable], int], class_alloc: dict[Hashable, int]
+) -> dict[tuple[Hashable, Hashable], int]:
+    """Share each verdict's items over its slices in proportion to their sizes (every key of ``strata`` kept)."""
     out: dict[tuple[Hashable, Hashable], int] = {key: 0 for key in strata}
     for verdict, n_v in class_alloc.items():
         members = {key: count for key, count in strata.items() if key[1] == verdict}

@@ -147,24 +147,14 @@ def compare_runs(
     does to them (see :mod:`.judge_fitness`). A "block" is corrected for the number of decisions
     (``GATE_CORRECTION`` unless given: Holm's step-down over every metric and slice).
     """
-    policy = check_judge_policy(settings.GATE_JUDGE_POLICY if judge_policy is None else judge_policy)
-    correction = check_gate_correction(settings.GATE_CORRECTION if correction is None else correction)
+    policy, correction = _policy_and_correction(judge_policy=judge_policy, correction=correction)
     chosen, excluded = comparison_check(base=base, candidate=candidate, metrics=metrics, slice_by=slice_by)
-    default_margin = settings.GATE_DEFAULT_MARGIN if margin is None else float(margin)
-    per_metric = {m: float((margins or {}).get(m, default_margin)) for m in chosen}
-    check_margins(margins=per_metric)
-    iterations = settings.GATE_ITERATIONS if iterations is None else int(iterations)
-    seed = settings.GATE_SEED if seed is None else int(seed)
+    per_metric, iterations, seed = _margins_and_bootstrap(
+        chosen, margin=margin, margins=margins, iterations=iterations, seed=seed
+    )
 
     progress(0, 3, "loading rows")
-    base_frame = run_rows_frame(base, metrics=chosen, row_ids=True)
-    cand_frame = run_rows_frame(candidate, metrics=chosen, row_ids=True)
-    common = base_frame.index.intersection(cand_frame.index, sort=False)
-    if len(common) == 0:
-        raise ComparisonRefused(
-            f"{base.name!r} and {candidate.name!r} answered no question in common: comparisons are paired on the "
-            f"questions both runs answered. Run both on the same questions first"
-        )
+    base_frame, cand_frame, common = _paired_frames(base, candidate, chosen)
     progress(1, 3, f"bootstrapping {len(chosen)} metrics")
     # one call for every metric: their bootstraps share one pool of threads (the same numbers as one by one)
     gated = gate_frame(
@@ -181,13 +171,7 @@ def compare_runs(
     )
     decisions = list(gated.decisions)
     notes = list(gated.notes)
-    for metric in chosen:
-        if not any(d.metric == metric for d in decisions):  # never let a metric that was not compared count as a pass
-            excluded[metric] = (
-                "no question is scored on it in both runs (for example abstention when no question is unanswerable)"
-            )
-    if not decisions:
-        raise ComparisonRefused("nothing to compare: " + "; ".join(f"{m}: {why}" for m, why in excluded.items()))
+    _exclude_the_uncompared(chosen, decisions, excluded)
     progress(2, 3, "storing decisions")
     validations = {
         d.metric: judge_validation(base.judge_config, d.metric) for d in decisions if is_judge_metric(d.metric)
@@ -214,64 +198,145 @@ def compare_runs(
         family_size=gated.family_size,
         correction=gated.correction,
     )
-    with transaction.atomic():
-        comparison = Comparison.objects.create(
-            base=base,
-            candidate=candidate,
-            metrics=chosen,
-            slice_by=slice_by or "",
-            margins=per_metric,
-            iterations=iterations,
-            seed=seed,
-            confidence=confidence,
-            overall=report.overall,
-            n_paired=report.n_paired,
-            notes=list(report.notes),
-            excluded_metrics=excluded,
-            changed=changed,
-            judge_policy=policy,
-            correction=report.correction,
-            family_size=report.family_size,
-            judge_rates=[asdict(rate) for rate in corrected_pass_rates(base.judge_config, [base, candidate])]
-            if validation
-            else [],
-            created_by=user if getattr(user, "pk", None) else None,
+    comparison = Comparison(
+        base=base,
+        candidate=candidate,
+        metrics=chosen,
+        slice_by=slice_by or "",
+        margins=per_metric,
+        iterations=iterations,
+        seed=seed,
+        confidence=confidence,
+        overall=report.overall,
+        n_paired=report.n_paired,
+        notes=list(report.notes),
+        excluded_metrics=excluded,
+        changed=changed,
+        judge_policy=policy,
+        correction=report.correction,
+        family_size=report.family_size,
+        judge_rates=[asdict(rate) for rate in corrected_pass_rates(base.judge_config, [base, candidate])]
+        if validation
+        else [],
+        created_by=user if getattr(user, "pk", None) else None,
+    )
+    _store_comparison(comparison, report, validations=validations, data_status=data_status, to_settle=to_settle)
+    progress(3, 3, "done")
+    return ComparisonOutcome(comparison, report, excluded)
+
+
+def _policy_and_correction(*, judge_policy: str | None, correction: str | None) -> tuple[str, str]:
+    """The judge policy and the family-wise correction, ``GATE_JUDGE_POLICY`` and ``GATE_CORRECTION`` unless given;
+    refused before anything is read."""
+    policy = check_judge_policy(settings.GATE_JUDGE_POLICY if judge_policy is None else judge_policy)
+    correction = check_gate_correction(settings.GATE_CORRECTION if correction is None else correction)
+    return policy, correction
+
+
+def _margins_and_bootstrap(
+    chosen: Sequence[str],
+    *,
+    margin: float | None,
+    margins: Mapping[str, float] | None,
+    iterations: int | None,
+    seed: int | None,
+) -> tuple[dict[str, float], int, int]:
+    """Each chosen metric's margin (``margins``, else ``margin``, else ``GATE_DEFAULT_MARGIN``), checked; the
+    bootstrap's iterations and seed (``GATE_ITERATIONS`` and ``GATE_SEED`` unless given)."""
+    default_margin = settings.GATE_DEFAULT_MARGIN if margin is None else float(margin)
+    per_metric = {m: float((margins or {}).get(m, default_margin)) for m in chosen}
+    check_margins(margins=per_metric)
+    iterations = settings.GATE_ITERATIONS if iterations is None else int(iterations)
+    seed = settings.GATE_SEED if seed is None else int(seed)
+    return per_metric, iterations, seed
+
+
+def _paired_frames(base: Run, candidate: Run, chosen: list[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.Index]:
+    """Both runs' rows (scores on ``chosen``, slice and row id) and the questions both answered; refuse none."""
+    base_frame = run_rows_frame(base, metrics=chosen, row_ids=True)
+    cand_frame = run_rows_frame(candidate, metrics=chosen, row_ids=True)
+    common = base_frame.index.intersection(cand_frame.index, sort=False)
+    if len(common) == 0:
+        raise ComparisonRefused(
+            f"{base.name!r} and {candidate.name!r} answered no question in common: comparisons are paired on the "
+            f"questions both runs answered. Run both on the same questions first"
         )
+    return base_frame, cand_frame, common
+
+
+def _exclude_the_uncompared(chosen: list[str], decisions: list[GateDecision], excluded: dict[str, str]) -> None:
+    """Add to ``excluded`` each chosen metric the gate decided nothing on; refuse when it decided nothing at all."""
+    for metric in chosen:
+        if not any(d.metric == metric for d in decisions):  # never let a metric that was not compared count as a pass
+            excluded[metric] = (
+                "no question is scored on it in both runs (for example abstention when no question is unanswerable)"
+            )
+    if not decisions:
+        raise ComparisonRefused("nothing to compare: " + "; ".join(f"{m}: {why}" for m, why in excluded.items()))
+
+
+def _store_comparison(
+    comparison: Comparison,
+    report: GateReport,
+    *,
+    validations: Mapping[str, JudgeValidation],
+    data_status: dict[tuple[str, str], str],
+    to_settle: dict[tuple[str, str], Any],
+) -> None:
+    """Save the (unsaved) comparison and one record per decision of its report, in one transaction."""
+    with transaction.atomic():
+        comparison.save(force_insert=True)
         GateDecisionRecord.objects.bulk_create(
             [
-                GateDecisionRecord(
+                _decision_record(
+                    d,
                     comparison=comparison,
-                    base=base,
-                    candidate=candidate,
-                    metric=d.metric,
-                    slice=d.slice,
-                    status=d.status,
-                    mean=d.mean,
-                    low=_finite(d.low),
-                    high=_finite(d.high),
-                    base_mean=_finite(d.base_mean),
-                    cand_mean=_finite(d.cand_mean),
-                    margin=d.margin,
-                    n=d.n,
-                    p_value=_finite(d.p_value),
-                    p_adjusted=_finite(d.p_adjusted),
-                    interval_method=d.interval_method,
-                    test_method=d.test_method,
-                    iterations=d.iterations,
-                    seed=d.seed,
-                    confidence=d.confidence,
-                    higher_is_better=d.higher_is_better,
-                    message=d.message,
-                    data_status=data_status[(d.metric, d.slice)],
-                    judge_validation=validations[d.metric].as_dict() if d.metric in validations else None,
-                    to_settle=to_settle.get((d.metric, d.slice)),
-                    created_by=comparison.created_by,
+                    validation=validations.get(d.metric),
+                    data_status=data_status,
+                    to_settle=to_settle,
                 )
                 for d in report.decisions
             ]
         )
-    progress(3, 3, "done")
-    return ComparisonOutcome(comparison, report, excluded)
+
+
+def _decision_record(
+    d: GateDecision,
+    *,
+    comparison: Comparison,
+    validation: JudgeValidation | None,
+    data_status: dict[tuple[str, str], str],
+    to_settle: dict[tuple[str, str], Any],
+) -> GateDecisionRecord:
+    """The record of one decision (unsaved); the judge's validation rides on judge metrics only."""
+    return GateDecisionRecord(
+        comparison=comparison,
+        base=comparison.base,
+        candidate=comparison.candidate,
+        metric=d.metric,
+        slice=d.slice,
+        status=d.status,
+        mean=d.mean,
+        low=_finite(d.low),
+        high=_finite(d.high),
+        base_mean=_finite(d.base_mean),
+        cand_mean=_finite(d.cand_mean),
+        margin=d.margin,
+        n=d.n,
+        p_value=_finite(d.p_value),
+        p_adjusted=_finite(d.p_adjusted),
+        interval_method=d.interval_method,
+        test_method=d.test_method,
+        iterations=d.iterations,
+        seed=d.seed,
+        confidence=d.confidence,
+        higher_is_better=d.higher_is_better,
+        message=d.message,
+        data_status=data_status[(d.metric, d.slice)],
+        judge_validation=validation.as_dict() if validation is not None and is_judge_metric(d.metric) else None,
+        to_settle=to_settle.get((d.metric, d.slice)),
+        created_by=comparison.created_by,
+    )
 
 
 def _under_judge_policy(decision: GateDecision, validation: JudgeValidation | None, policy: str) -> GateDecision:

@@ -4,11 +4,22 @@ TREC run is read, and the system config; and k inferred from the rows when none 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .fields import FieldError, json_safe
-from .problems import ImportFailed, ImportProblem
+from evalcore.engine import ChunkMap
+
+from ..models import EvalSetVersion
+from ..selectors import version_by_ref
+from .fields import FieldError, as_id, as_int, json_safe
+from .importing import about_file
+from .judge_configs import normalize_judge_config
+from .names import check_name
+from .problems import ImportFailed, ImportProblem, ProblemCollector
+from .readers import detect_format, read_records
 from .run_rows import k_inferred_note
 from .trec import TIE_ORDERS
 
@@ -124,3 +135,111 @@ def inferred_k(display: str, fmt: str, widest: int) -> tuple[int, str]:
             "give k, the number of chunks that reach the model (--k): the rows have no context_ids to infer it from",
         )
     return widest, k_inferred_note(fmt, widest)
+
+
+@dataclass(frozen=True)
+class RunImportPlan:
+    """A run import read and checked before its rows file is (the read step of :func:`.runs.run_import`): the
+    format, name, eval set version, options, judge and system config, chunk map, and the source hash that makes
+    the import idempotent (the rows file's hash and every option that changes what is stored)."""
+
+    path: Path
+    display: str
+    fmt: str
+    name: str
+    description: str
+    version: EvalSetVersion
+    options: RunOptions
+    judge: dict[str, Any] | None  # normalized, with its config_hash
+    system: dict[str, Any]
+    chunk_map: ChunkMap | None
+    chunk_rows: list[dict[str, Any]]
+    source_hash: str
+
+
+def run_import_plan(
+    *,
+    path: Path,
+    evalset: str,
+    name: str,
+    fmt: str | None = None,
+    display_name: str | None = None,
+    k: int | None = None,
+    cutoffs: list[int] | None = None,
+    gain: str | None = None,
+    ties: str = "docno-desc",
+    missing_topics: str = "skip",
+    judge_config: dict[str, Any] | None = None,
+    system_config: dict[str, Any] | None = None,
+    chunks_path: Path | None = None,
+    description: str = "",
+) -> RunImportPlan:
+    """Read and check everything but the rows (see :func:`.runs.run_import` for the arguments); a bad option,
+    name, eval set, config or chunk map is refused naming the file."""
+    display = display_name or path.name
+    fmt = detect_format(path, fmt, door="run", display=display)
+    about_file(display, lambda: check_name(name, what="run"))
+    checked = run_options(
+        display=display, fmt=fmt, k=k, cutoffs=cutoffs, gain=gain, ties=ties, missing_topics=missing_topics
+    )
+    trec, k, cutoffs, gain = checked.trec, checked.k, checked.cutoffs, checked.gain
+    version = about_file(display, lambda: version_by_ref(evalset))
+    judge = normalize_judge_config(judge_config) if judge_config else None
+    system = system_config_checked(system_config)
+    chunk_map, chunk_rows = read_chunk_map(chunks_path) if chunks_path else (None, [])
+
+    options = {
+        "version": version.pk,
+        "format": fmt,
+        "k": k,
+        "gain": gain,
+        **({"cutoffs": cutoffs} if cutoffs else {}),
+        **({"ties": ties, "missing_topics": missing_topics} if trec else {}),
+        "judge": judge and judge["config_hash"],
+        "system": system,
+        "chunks": _file_hash(chunks_path),
+    }
+    source_hash = hashlib.sha256((_file_hash(path) + json.dumps(options, sort_keys=True)).encode()).hexdigest()
+    return RunImportPlan(
+        path, display, fmt, name, description, version, checked, judge, system, chunk_map, chunk_rows, source_hash
+    )
+
+
+def read_chunk_map(path: Path, display: str | None = None) -> tuple[ChunkMap, list[dict[str, Any]]]:
+    """Read a chunk map file (rows of id, doc, start, end) with line-numbered errors."""
+    display = display or path.name
+    fmt = detect_format(path)
+    problems = ProblemCollector(display)
+    chunks: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for record in read_records(path, fmt, display, problems=problems):
+        data = record.data
+        try:
+            chunk_id = as_id(data.get("id", data.get("chunk_id")), "id")
+            doc = as_id(data.get("doc"), "doc")
+            start = as_int(data.get("start"), "start")
+            end = as_int(data.get("end"), "end")
+            if not 0 <= start < end:
+                raise FieldError("end", f"need 0 <= start < end, got start={start}, end={end}")
+        except FieldError as error:
+            problems.add(record.line, error.field, error.message)
+            continue
+        if chunk_id in seen:
+            problems.add(record.line, "id", f"chunk {chunk_id!r} appears twice (first on line {seen[chunk_id]})")
+            continue
+        seen[chunk_id] = record.line
+        chunks.append({"chunk_id": chunk_id, "doc": doc, "start": start, "end": end})
+    problems.raise_if_any()
+    if not chunks:
+        raise ImportFailed([ImportProblem(display, None, None, "the chunk map is empty")])
+    return ChunkMap(chunks), chunks
+
+
+def _file_hash(path: Path | None) -> str:
+    if path is None:
+        return ""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -8,8 +8,6 @@ under the same name creates nothing and says so; the same name with different co
 
 from __future__ import annotations
 
-import hashlib
-import json
 import mmap
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -22,11 +20,9 @@ import pyarrow.parquet as pq
 from evalcore.engine import ChunkMap
 
 from ..models import EvalSetVersion, Row, Run, RunChunk, RunScoreTable
-from ..selectors import version_by_ref
-from .fields import FieldError, as_id, as_int, nfc
+from .fields import FieldError, nfc
 from .importing import (
     Progress,
-    about_file,
     allocate_ids,
     create_once,
     in_batches,
@@ -34,18 +30,17 @@ from .importing import (
     no_progress,
     refresh_statistics,
 )
-from .judge_configs import judge_config_get_or_create, normalize_judge_config
-from .names import check_name
+from .judge_configs import judge_config_get_or_create
 from .problems import ImportFailed, ImportProblem, ProblemCollector
-from .readers import Record, count_records, detect_format, read_records
+from .readers import Record, count_records
 from .run_options import (
     DEFAULT_TREC,
     RANKED_RUNS,
+    RunImportPlan,
     RunOptions,
     TrecOptions,
     inferred_k,
-    run_options,
-    system_config_checked,
+    run_import_plan,
 )
 from .run_questions import LOOKUP_BATCH, QuestionIndex, question_alike
 from .run_rows import normalize_row, reached
@@ -76,36 +71,6 @@ class RunImportResult:
     run: Run
     created: bool
     message: str
-
-
-def read_chunk_map(path: Path, display: str | None = None) -> tuple[ChunkMap, list[dict[str, Any]]]:
-    """Read a chunk map file (rows of id, doc, start, end) with line-numbered errors."""
-    display = display or path.name
-    fmt = detect_format(path)
-    problems = ProblemCollector(display)
-    chunks: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
-    for record in read_records(path, fmt, display, problems=problems):
-        data = record.data
-        try:
-            chunk_id = as_id(data.get("id", data.get("chunk_id")), "id")
-            doc = as_id(data.get("doc"), "doc")
-            start = as_int(data.get("start"), "start")
-            end = as_int(data.get("end"), "end")
-            if not 0 <= start < end:
-                raise FieldError("end", f"need 0 <= start < end, got start={start}, end={end}")
-        except FieldError as error:
-            problems.add(record.line, error.field, error.message)
-            continue
-        if chunk_id in seen:
-            problems.add(record.line, "id", f"chunk {chunk_id!r} appears twice (first on line {seen[chunk_id]})")
-            continue
-        seen[chunk_id] = record.line
-        chunks.append({"chunk_id": chunk_id, "doc": doc, "start": start, "end": end})
-    problems.raise_if_any()
-    if not chunks:
-        raise ImportFailed([ImportProblem(display, None, None, "the chunk map is empty")])
-    return ChunkMap(chunks), chunks
 
 
 def _row_checker(
@@ -217,16 +182,6 @@ def _known_topics(records: Iterable[Record], index: QuestionIndex, skipped: list
                 skipped.append(str(record.data.get("id")))
 
 
-def _file_hash(path: Path | None) -> str:
-    if path is None:
-        return ""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _created_message(
     run: Run,
     *,
@@ -281,30 +236,23 @@ def run_import(
     ``missing_topics="skip"`` a run topic the eval set lacks is skipped and counted as trec_eval
     skips it (``"fail"`` refuses the file instead).
     """
-    display = display_name or path.name
-    fmt = detect_format(path, fmt, door="run", display=display)
-    about_file(display, lambda: check_name(name, what="run"))
-    checked = run_options(
-        display=display, fmt=fmt, k=k, cutoffs=cutoffs, gain=gain, ties=ties, missing_topics=missing_topics
+    plan = run_import_plan(
+        path=path,
+        evalset=evalset,
+        name=name,
+        fmt=fmt,
+        display_name=display_name,
+        k=k,
+        cutoffs=cutoffs,
+        gain=gain,
+        ties=ties,
+        missing_topics=missing_topics,
+        judge_config=judge_config,
+        system_config=system_config,
+        chunks_path=chunks_path,
+        description=description,
     )
-    trec, k, cutoffs, gain, trec_options = checked.trec, checked.k, checked.cutoffs, checked.gain, checked.trec_options
-    version = about_file(display, lambda: version_by_ref(evalset))
-    judge = normalize_judge_config(judge_config) if judge_config else None
-    system = system_config_checked(system_config)
-    chunk_map, chunk_rows = read_chunk_map(chunks_path) if chunks_path else (None, [])
-
-    options = {
-        "version": version.pk,
-        "format": fmt,
-        "k": k,
-        "gain": gain,
-        **({"cutoffs": cutoffs} if cutoffs else {}),
-        **({"ties": ties, "missing_topics": missing_topics} if trec else {}),
-        "judge": judge and judge["config_hash"],
-        "system": system,
-        "chunks": _file_hash(chunks_path),
-    }
-    source_hash = hashlib.sha256((_file_hash(path) + json.dumps(options, sort_keys=True)).encode()).hexdigest()
+    name, version, display, source_hash = plan.name, plan.version, plan.display, plan.source_hash
 
     def name_taken() -> ImportFailed:
         message = f"a run named {name!r} already exists on {version.label} with different content; choose another name"
@@ -320,6 +268,52 @@ def run_import(
             )
         raise name_taken()
 
+    checked = run_import_check(plan, progress=progress)
+    run, created = create_once(
+        lambda: run_import_write(plan, checked, user=user, progress=progress),
+        existing=lambda: Run.objects.filter(version=version, name=name, source_hash=source_hash).first(),
+        taken=lambda: name_taken() if Run.objects.filter(version=version, name=name).exists() else None,
+    )
+    if not created:
+        return RunImportResult(run, False, f"Nothing new: run {name!r} was imported concurrently from this file.")
+    refresh_statistics(Row)
+    return RunImportResult(
+        run,
+        True,
+        _created_message(
+            run,
+            name=name,
+            version=version,
+            cutoffs=plan.options.cutoffs,
+            k_note=checked.k_note,
+            skipped=checked.skipped,
+            options=plan.options,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class CheckedRows:
+    """What the check step found: the run's k (given, or the widest context the rows hold, with its note), the
+    rows counted, and the book of problems the write step adds to (given k, the file is checked as it is
+    written: see :func:`run_import_check`)."""
+
+    k: int
+    k_note: str
+    count: int
+    single_pass: bool
+    total: int | None
+    index: QuestionIndex
+    problems: ProblemCollector
+    skipped: list[str]
+
+
+def run_import_check(plan: RunImportPlan, *, progress: Progress = no_progress) -> CheckedRows:
+    """Check the rows file against the plan without writing: without k, a first pass validates every row and finds
+    k (the widest context); given k, nothing is read here (the write step checks the rows as it writes them).
+    Problems are raised, naming line and field."""
+    path, fmt, display, version, chunk_map = plan.path, plan.fmt, plan.display, plan.version, plan.chunk_map
+    trec, k, trec_options = plan.options.trec, plan.options.k, plan.options.trec_options
     index = QuestionIndex.load(version)
     total = count_records(path, fmt) if not trec else None
     problems = ProblemCollector(display)
@@ -346,71 +340,63 @@ def run_import(
         raise ImportFailed([ImportProblem(display, None, None, "the file holds no rows")])
     if k is None:
         k, k_note = inferred_k(display, fmt, widest)
-    run_k: int = k
+    return CheckedRows(k, k_note, count, single_pass, total, index, problems, skipped)
 
-    def create() -> Run:
-        run = Run.objects.create(
-            version=version,
-            name=name,
-            description=description,
-            system_config=system,
-            judge_config=judge_config_get_or_create(judge) if judge else None,
-            k=run_k,
-            gain=gain,
-            has_chunk_map=chunk_map is not None,
-            source_name=display,
-            source_hash=source_hash,
-            question_count=version.question_count,
-            created_by=user,
-        )
-        for chunk_batch in in_batches((RunChunk(run=run, **c) for c in chunk_rows), 5000):
-            RunChunk.objects.bulk_create(chunk_batch)
-        second = problems if single_pass else ProblemCollector(display)
-        rows = (
-            row
-            for _, row in _validated_rows(
-                path,
-                fmt,
-                display,
-                index,
-                version,
-                chunk_map,
-                run_k,
-                second,
-                trec_options,
-                skipped if single_pass else None,
-            )
-        )
-        store_rows(
-            run,
-            _until_a_problem(rows, second),
+
+def run_import_write(
+    plan: RunImportPlan, checked: CheckedRows, *, user: Any = None, progress: Progress = no_progress
+) -> Run:
+    """Create the run, its chunk map and its rows, scored in batches (call it in a transaction: a problem, or a
+    file that changed since the check, raises ImportFailed and nothing may be kept)."""
+    path, fmt, display, version, chunk_map = plan.path, plan.fmt, plan.display, plan.version, plan.chunk_map
+    index, problems, skipped, single_pass = checked.index, checked.problems, checked.skipped, checked.single_pass
+    count, total, run_k, trec_options = checked.count, checked.total, checked.k, plan.options.trec_options
+    run = Run.objects.create(
+        version=version,
+        name=plan.name,
+        description=plan.description,
+        system_config=plan.system,
+        judge_config=judge_config_get_or_create(plan.judge) if plan.judge else None,
+        k=run_k,
+        gain=plan.options.gain,
+        has_chunk_map=chunk_map is not None,
+        source_name=display,
+        source_hash=plan.source_hash,
+        question_count=version.question_count,
+        created_by=user,
+    )
+    for chunk_batch in in_batches((RunChunk(run=run, **c) for c in plan.chunk_rows), 5000):
+        RunChunk.objects.bulk_create(chunk_batch)
+    second = problems if single_pass else ProblemCollector(display)
+    rows = (
+        row
+        for _, row in _validated_rows(
+            path,
+            fmt,
+            display,
             index,
-            chunk_map=chunk_map,
-            cutoffs=cutoffs,
-            progress=(lambda written: progress(written, total, "checking, scoring and writing"))
-            if single_pass
-            else (lambda written: progress(count + written, 2 * count, "scoring and writing")),
+            version,
+            chunk_map,
+            run_k,
+            second,
+            trec_options,
+            skipped if single_pass else None,
         )
-        _raise_in_line_order(second)  # a problem (one pass), or the file changed between passes: nothing is kept
-        if run.row_count == 0:
-            raise ImportFailed([ImportProblem(display, None, None, "the file holds no rows")])
-        return run
-
-    run, created = create_once(
-        create,
-        existing=lambda: Run.objects.filter(version=version, name=name, source_hash=source_hash).first(),
-        taken=lambda: name_taken() if Run.objects.filter(version=version, name=name).exists() else None,
     )
-    if not created:
-        return RunImportResult(run, False, f"Nothing new: run {name!r} was imported concurrently from this file.")
-    refresh_statistics(Row)
-    return RunImportResult(
+    store_rows(
         run,
-        True,
-        _created_message(
-            run, name=name, version=version, cutoffs=cutoffs, k_note=k_note, skipped=skipped, options=checked
-        ),
+        _until_a_problem(rows, second),
+        index,
+        chunk_map=chunk_map,
+        cutoffs=plan.options.cutoffs,
+        progress=(lambda written: progress(written, total, "checking, scoring and writing"))
+        if single_pass
+        else (lambda written: progress(count + written, 2 * count, "scoring and writing")),
     )
+    _raise_in_line_order(second)  # a problem (one pass), or the file changed between passes: nothing is kept
+    if run.row_count == 0:
+        raise ImportFailed([ImportProblem(display, None, None, "the file holds no rows")])
+    return run
 
 
 def _raise_in_line_order(problems: ProblemCollector) -> None:
