@@ -213,3 +213,31 @@ def test_an_eval_owner_creates_a_1_to_5_relevance_campaign_from_the_form_and_the
             *("--scale-min", "1", "--scale-max", "5", "--fail-at", "7"),
             stdout=StringIO(),
         )
+
+
+def test_a_bias_battery_that_blocks_makes_a_trusted_judge_untrusted_at_the_gate_in_words(tmp_path, owner, annotator):
+    from labelstudio_lite.labelling.models import BiasBattery
+
+    run = judged_run(tmp_path, 120)
+    campaign = factories.make_campaign(run=run, name="c", annotators=[annotator], user=owner)
+    label_all(campaign, annotator)
+    assert judge_validation(run.judge_config).fit  # people agree with the judge: trusted
+
+    def battery(blocks: bool, key: str) -> BiasBattery:  # as bias_battery_run stores one
+        words = "flips 12 % of unsupported claims to supported when the answer ends with an expert's assurance"
+        finding = {"probe": "authority@v1", "direction": "to_supported", "estimate": 0.12, "blocks": blocks,
+                   "words": words}  # fmt: skip
+        return BiasBattery.objects.create(
+            campaign=campaign, judge_config=run.judge_config, probes=[], bar=0.05, items=60, claims=120,
+            findings=[finding], blocks_gating=blocks, source_hash=key * 64,
+            verdict=f"untrusted for gating: {words}" if blocks else "no probe sways the judge beyond its own noise",
+        )  # fmt: skip
+
+    battery(False, "a")
+    assert judge_validation(run.judge_config).fit  # a clear battery changes nothing
+    battery(True, "b")
+    validation = judge_validation(run.judge_config)
+    assert validation.status == "not_fit" and not validation.fit
+    assert validation.reasons[-1].startswith("bias: flips 12 % of unsupported claims to supported")
+    assert "is untrusted: " in validation.reason and "bias: flips 12 %" in validation.reason
+    assert Certificate.objects.get(slice="").state == "trusted"  # the stored certificate never changes

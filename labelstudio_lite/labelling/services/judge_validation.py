@@ -39,6 +39,7 @@ from evalcore.services.judge_fitness import (
     JudgeValidation,
 )
 
+from ..bias_selectors import latest_bias_verdict
 from ..models import Adjudication, Campaign, Certificate, Item, Label, VerdictSet
 from ..selectors import judge_verdicts
 from .campaigns import population
@@ -204,14 +205,19 @@ def _validation(
             measured_at=chosen.measured_at,
         )
     cert = measured.overall if measured else None
+    status = STATUS_OF[cert.state] if cert else (FIT if chosen.fit else NOT_FIT)
+    reasons = tuple(cert.reasons) if cert else ()
+    bias = latest_bias_verdict(config, chosen.campaign.metric)
+    if bias is not None and bias.blocks_gating:  # swayed by what should not matter: untrusted, whatever people agree
+        status, reasons = NOT_FIT, (*reasons, *(f"bias: {words}" for words in bias.findings or (bias.words,)))
     return JudgeValidation(
-        status=STATUS_OF[cert.state] if cert else (FIT if chosen.fit else NOT_FIT),
+        status=status,
         judge=str(config),
         metric=chosen.campaign.metric,
         certificate=overall.pk if overall else None,
         guideline_version=measured.guideline_version if measured else None,
         more_failure_labels=cert.more_failure_labels if cert else None,
-        reasons=tuple(cert.reasons) if cert else (),
+        reasons=reasons,
         slices=tuple(
             {"slice": name, "state": c.state, "reason": "; ".join(c.reasons), "certificate": slices[name].pk}
             for name, c in sorted(measured.slices.items())
