@@ -65,17 +65,10 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     >>> holm([0.01, 0.04, 0.03, 0.005]).round(3).tolist()
     [0.03, 0.06, 0.06, 0.02]
     """
-    p = np.asarray(p_values, dtype=float)
-    if p.ndim != 1:
-        raise ValueError(f"p_values must be one-dimensional, got shape {p.shape}")
-    tested = np.flatnonzero(~np.isnan(p))
-    if np.any((p[tested] < 0) | (p[tested] > 1)):
-        raise ValueError("p_values must lie in [0, 1] (or be NaN for a cell that was not tested)")
-    adjusted = np.full(p.shape, np.nan)
-    m = tested.size
+    p, adjusted, order = _family(p_values)
+    m = order.size
     if m == 0:
         return adjusted
-    order = tested[np.argsort(p[tested], kind="stable")]
     steps = np.minimum(1.0, (m - np.arange(m)) * p[order])
     adjusted[order] = np.maximum.accumulate(steps)
     return adjusted
@@ -123,18 +116,22 @@ def benjamini_yekutieli(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     >>> benjamini_yekutieli([0.01, 0.04, 0.03, 0.005]).round(4).tolist()
     [0.0417, 0.0833, 0.0833, 0.0417]
     """
+    p, adjusted, order = _family(p_values)
+    m = order.size
+    if m == 0:
+        return adjusted
+    harmonic = float(np.sum(1.0 / np.arange(1, m + 1)))
+    steps = np.minimum(1.0, m * harmonic * p[order] / np.arange(1, m + 1))
+    adjusted[order] = np.minimum.accumulate(steps[::-1])[::-1]
+    return adjusted
+
+
+def _family(p_values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The p-values checked, an all-NaN result to fill, and the tested ones' positions from the smallest p up."""
     p = np.asarray(p_values, dtype=float)
     if p.ndim != 1:
         raise ValueError(f"p_values must be one-dimensional, got shape {p.shape}")
     tested = np.flatnonzero(~np.isnan(p))
     if np.any((p[tested] < 0) | (p[tested] > 1)):
-        raise ValueError("p_values must lie in [0, 1] (or be NaN for a test that was not run)")
-    adjusted = np.full(p.shape, np.nan)
-    m = tested.size
-    if m == 0:
-        return adjusted
-    order = tested[np.argsort(p[tested], kind="stable")]
-    harmonic = float(np.sum(1.0 / np.arange(1, m + 1)))
-    steps = np.minimum(1.0, m * harmonic * p[order] / np.arange(1, m + 1))
-    adjusted[order] = np.minimum.accumulate(steps[::-1])[::-1]
-    return adjusted
+        raise ValueError("p_values must lie in [0, 1] (or be NaN for a cell that was not tested)")
+    return p, np.full(p.shape, np.nan), tested[np.argsort(p[tested], kind="stable")]
