@@ -203,6 +203,9 @@ def page(new_page):
 def log_in(page, base_url: str, username: str, password: str, next_path: str = "/") -> None:
     """Log in with the keyboard only, landing on ``next_path``."""
     page.goto(f"{base_url}/accounts/login/?next={next_path}")
+    # Autofocus can land after "load" on a busy machine: keys typed before it go nowhere and
+    # the form posts half a username (a lockout-counted failure), so wait for the focus first.
+    page.wait_for_function("document.activeElement && document.activeElement.id === 'id_username'")
     page.keyboard.type(username)
     page.keyboard.press("Tab")
     page.keyboard.type(password)
