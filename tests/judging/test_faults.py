@@ -71,7 +71,11 @@ def test_a_429_waits_for_retry_after_and_holds_back_every_request(fake_judge, li
 
     assert faithfulness(result.run) == EXPECTED and result.totals["http_requests"] == 17
     sent = fake.rate_limited_at[0]  # after the 429, nothing new arrives until its Retry-After has passed
-    assert not [t - sent for t in fake.received_at if 0.1 < t - sent < 0.95]
+    # but the requests already on their way when the 429 was answered (at most concurrency − 1 of them; on
+    # a busy machine they can land a little after it): a client that ignored Retry-After would send the
+    # other 13 claims at once
+    early = [t - sent for t in fake.received_at if 0 < t - sent < 0.95]
+    assert len(early) <= 3, early
     assert max(fake.received_at) - sent >= 0.95 and time.monotonic() - started >= 1.0
 
 
