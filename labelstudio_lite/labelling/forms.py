@@ -139,6 +139,16 @@ class AdjudicationForm(forms.Form):
     note = forms.CharField(required=False, max_length=2000)
 
 
+class GuidelineForm(forms.Form):
+    text = forms.CharField(
+        required=False,
+        max_length=20000,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text="Annotators see it from now on; labels record the version; a certificate measured under an "
+        "older version reads stale.",
+    )
+
+
 class LabelImportForm(forms.Form):
     file = forms.FileField(
         help_text="CSV, JSON Lines or a JSON array: question_id, claim_index (claim campaigns), label, annotator, "

@@ -261,7 +261,13 @@ def core_stats(
 
 
 def _weighted(
-    sample: CoreStats, pairs: Sequence[Pair], weights: dict[str, float], *, seed: int, failed: tuple[str, str], flags: str
+    sample: CoreStats,
+    pairs: Sequence[Pair],
+    weights: dict[str, float],
+    *,
+    seed: int,
+    failed: tuple[str, str],
+    flags: str,
 ) -> CoreStats:
     """The sample's statistics with every rate replaced by its estimate for the run."""
     names = sorted(weights)
