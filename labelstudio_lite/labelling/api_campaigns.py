@@ -77,17 +77,21 @@ class CampaignListApi(APIView):
         evalset = serializers.CharField(required=False, help_text="NAME or NAME@VERSION, when run names repeat")
         name = serializers.CharField(max_length=100)
         unit = serializers.ChoiceField(choices=Campaign.Unit.values)
-        size = serializers.IntegerField(min_value=1)
+        size = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
         heldout_fraction = serializers.FloatField(min_value=0.0, max_value=1.0, default=0.3)
         overlap = serializers.IntegerField(min_value=1, max_value=20, default=1)
-        seed = serializers.IntegerField(min_value=0, default=7)
+        seed = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=7)
         guidance = serializers.CharField(required=False, allow_blank=True, default="", max_length=20000)
         judge_question = serializers.CharField(required=False, allow_blank=True, default="", max_length=500)
         annotators = serializers.ListField(child=serializers.CharField(), required=False, default=list)
         metric = serializers.CharField(default="faithfulness", max_length=100, help_text="the judge metric validated")
         scale = serializers.ChoiceField(choices=Campaign.Scale.values, default=Campaign.Scale.BINARY)
-        scale_min = serializers.IntegerField(required=False, help_text="ordinal: the scale's lowest point")
-        scale_max = serializers.IntegerField(required=False, help_text="ordinal: the scale's highest point")
+        scale_min = serializers.IntegerField(
+            required=False, min_value=-1000, max_value=1000, help_text="ordinal: the scale's lowest point"
+        )
+        scale_max = serializers.IntegerField(
+            required=False, min_value=-1000, max_value=1000, help_text="ordinal: the scale's highest point"
+        )
         fail_at = serializers.FloatField(
             required=False, help_text="ordinal: scores at or below it are the failure class"
         )

@@ -135,7 +135,8 @@ class ChangeLabelForm(forms.Form):
 
 class AdjudicationForm(forms.Form):
     item_id = forms.IntegerField(min_value=1, max_value=2**63 - 1)
-    value = forms.ChoiceField(choices=[("supported", "Supported"), ("unsupported", "Unsupported")])
+    value = forms.ChoiceField(choices=[("supported", "Supported"), ("unsupported", "Unsupported")], required=False)
+    score = forms.IntegerField(required=False, min_value=-1000, max_value=1000, help_text="Ordinal campaigns.")
     note = forms.CharField(required=False, max_length=2000)
 
 

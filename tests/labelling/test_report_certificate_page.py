@@ -23,7 +23,9 @@ def page_text(client, campaign) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", response.content.decode())).replace("&#x27;", "'")
 
 
-@pytest.mark.parametrize(("n", "wrong", "state"), [(120, 0, "trusted"), (120, 30, "untrusted"), (40, 0, "inconclusive")])
+@pytest.mark.parametrize(
+    ("n", "wrong", "state"), [(120, 0, "trusted"), (120, 30, "untrusted"), (40, 0, "inconclusive")]
+)
 def test_the_report_page_shows_the_certificate_with_its_bounds_against_the_bars(
     tmp_path, owner, owner_client, annotator, n, wrong, state
 ):

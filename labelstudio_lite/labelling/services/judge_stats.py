@@ -20,6 +20,7 @@ from evalcore.engine import binary_agreement, prediction_powered_mean, proportio
 from evalcore.engine.judge import Stratum, kappa_bootstrap
 from evalcore.engine.judge import corrected_pass_rate as engine_corrected_pass_rate
 from evalcore.engine.planning import SELF_WEIGHTING  # strata weights within this ratio: the sample counts as it is
+from evalcore.services.summaries import slice_name
 
 from ..models import Campaign, Item
 from ..results import Result
@@ -87,7 +88,7 @@ def labelled_pairs(
                 row_id,
                 claim_index,
                 item_split,
-                qtype or "(no type)",
+                slice_name(qtype),  # "(no type)" without one: the name the gate's frame gives that slice
                 stratum,
                 SUPPORTED if final.value == "supported" else UNSUPPORTED,
                 SUPPORTED if verdicts[pk] else UNSUPPORTED,

@@ -200,7 +200,12 @@ def adjudication(request: HttpRequest, name: str) -> HttpResponse:
 
         def decide(data: dict) -> Done:
             adjudicate(
-                campaign=campaign, item_id=data["item_id"], value=data["value"], note=data["note"], user=request.user
+                campaign=campaign,
+                item_id=data["item_id"],
+                value=data["value"],
+                score=data["score"],
+                note=data["note"],
+                user=request.user,
             )
             return Done("Final label saved.")
 
@@ -208,7 +213,7 @@ def adjudication(request: HttpRequest, name: str) -> HttpResponse:
             request,
             AdjudicationForm(request.POST),
             back=reverse("labelling:adjudicate", args=[campaign.name]),
-            invalid="Pick supported or unsupported.",
+            invalid="Pick the final score." if campaign.ordinal else "Pick supported or unsupported.",
             run=decide,
         )
     entries = disagreements(campaign)
