@@ -32,7 +32,6 @@ from .selectors import (
     blind_item,
     campaign_progress,
     campaigns_for_annotator,
-    campaigns_list,
     final_label_counts,
     own_label,
     own_labels,
@@ -266,47 +265,6 @@ class SkipApi(APIView):
         data.is_valid(raise_exception=True)
         skip_item(campaign=campaign, user=request.user, item_id=data.validated_data["item_id"])
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class CampaignListApi(APIView):
-    permission_classes = [IsEvalOwner]
-
-    @extend_schema(
-        responses=inline_serializer(
-            "CampaignSummary",
-            {
-                "name": serializers.CharField(),
-                "run": serializers.CharField(),
-                "unit": serializers.CharField(),
-                "size": serializers.IntegerField(),
-                "overlap": serializers.IntegerField(),
-                "heldout_fraction": serializers.FloatField(),
-                "seed": serializers.IntegerField(),
-                "strata": serializers.ListField(child=serializers.DictField()),
-                "created_at": serializers.DateTimeField(),
-            },
-            many=True,
-        ),
-        summary="Campaigns (eval owners)",
-        operation_id="campaigns_list",
-    )
-    def get(self, request: Request) -> Response:
-        return Response(
-            [
-                {
-                    "name": c.name,
-                    "run": c.run.name,
-                    "unit": c.unit,
-                    "size": c.size,
-                    "overlap": c.overlap,
-                    "heldout_fraction": c.heldout_fraction,
-                    "seed": c.seed,
-                    "strata": c.strata,
-                    "created_at": c.created_at,
-                }
-                for c in campaigns_list()
-            ]
-        )
 
 
 class CampaignPlanApi(APIView):

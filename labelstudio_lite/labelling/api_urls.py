@@ -2,16 +2,17 @@ from django.urls import path
 
 import labelstudio_lite.rest  # noqa: F401 (registers the id path converter)
 
-from . import api, api_bias, api_exports
+from . import api, api_bias, api_campaigns, api_exports
 
 urlpatterns = [
     path("label/campaigns/", api.MyCampaignsApi.as_view(), name="api-my-campaigns"),
     path("label/<slug:name>/next/", api.NextItemApi.as_view(), name="api-next"),
     path("label/<slug:name>/labels/", api.MyLabelsApi.as_view(), name="api-my-labels"),
     path("label/<slug:name>/skip/", api.SkipApi.as_view(), name="api-skip"),
-    path("campaigns/", api.CampaignListApi.as_view(), name="api-campaigns"),
+    path("campaigns/", api_campaigns.CampaignListApi.as_view(), name="api-campaigns"),
     path("campaign-plan/", api.CampaignPlanApi.as_view(), name="api-campaign-plan"),
     path("campaigns/<slug:name>/", api.CampaignDetailApi.as_view(), name="api-campaign"),
+    path("campaigns/<slug:name>/guideline/", api_campaigns.GuidelineApi.as_view(), name="api-campaign-guideline"),
     path("campaigns/<slug:name>/labels/", api_exports.CampaignLabelsApi.as_view(), name="api-campaign-labels"),
     path(
         "campaigns/<slug:name>/labels/import/", api.CampaignLabelImportApi.as_view(), name="api-campaign-label-import"

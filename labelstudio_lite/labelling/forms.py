@@ -135,8 +135,19 @@ class ChangeLabelForm(forms.Form):
 
 class AdjudicationForm(forms.Form):
     item_id = forms.IntegerField(min_value=1, max_value=2**63 - 1)
-    value = forms.ChoiceField(choices=[("supported", "Supported"), ("unsupported", "Unsupported")])
+    value = forms.ChoiceField(choices=[("supported", "Supported"), ("unsupported", "Unsupported")], required=False)
+    score = forms.IntegerField(required=False, min_value=-1000, max_value=1000, help_text="Ordinal campaigns.")
     note = forms.CharField(required=False, max_length=2000)
+
+
+class GuidelineForm(forms.Form):
+    text = forms.CharField(
+        required=False,
+        max_length=20000,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text="Annotators see it from now on; labels record the version; a certificate measured under an "
+        "older version reads stale.",
+    )
 
 
 class LabelImportForm(forms.Form):

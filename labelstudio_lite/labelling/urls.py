@@ -16,6 +16,7 @@ urlpatterns = [
     path("campaigns/preview/", campaigns.campaign_preview, name="preview"),
     path("campaigns/<slug:name>/", campaigns.campaign_overview, name="campaign"),
     path("campaigns/<slug:name>/annotators/", campaigns.campaign_annotators, name="annotators"),
+    path("campaigns/<slug:name>/guideline/", campaigns.campaign_guideline, name="guideline"),
     path("campaigns/<slug:name>/adjudicate/", campaigns.adjudication, name="adjudicate"),
     path("campaigns/<slug:name>/labels.<str:fmt>", campaigns.export, name="export"),
     path("campaigns/<slug:name>/import/", campaigns.import_labels_view, name="import"),

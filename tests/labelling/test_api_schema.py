@@ -32,7 +32,7 @@ REFERENCES = (
     "|campaigns/\\\\{name\\\\}/(exports|judge-report/publish)"
     "|label/\\\\{name\\\\}/(labels|skip)|runs/\\\\{run_id\\\\}/judge(/estimate)?|campaigns/\\\\{name\\\\}/try-prompt"
     "|judge-configs|rescore|plan/(labels|questions)|campaign-plan"
-    "|campaigns/\\\\{name\\\\}/bias(/estimate)?|bias-probes)/$"
+    "|campaigns/\\\\{name\\\\}/bias(/estimate)?|bias-probes|campaigns|campaigns/\\\\{name\\\\}/guideline)/$"
 )
 
 

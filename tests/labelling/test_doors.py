@@ -101,6 +101,7 @@ DOORS: dict[tuple[str, str], Door] = {
     ),
     ("labelling:campaign", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
     ("labelling:annotators", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"annotators": ["{bea}"]}),
+    ("labelling:guideline", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"text": "doors guideline v2"}),
     ("labelling:adjudicate", "GET"): Door(
         False,
         "shows the labels of items people disagree on, on screen, to decide their final label (held-out items "
@@ -159,6 +160,13 @@ DOORS: dict[tuple[str, str], Door] = {
     ),
     # the eval owners' API
     ("api-campaigns", "GET"): Door(False, OWNER_READS),
+    ("api-campaigns", "POST"): Door(
+        False, WRITES, data={"run": "{run_name}", "name": "doors-api-new", "unit": "answer", "size": 4}
+    ),
+    ("api-campaign-guideline", "GET"): Door(
+        False, "the guideline's versions (what annotators are shown)", {"name": "{campaign}"}
+    ),
+    ("api-campaign-guideline", "POST"): Door(False, WRITES, {"name": "{campaign}"}, {"text": "doors guideline v2"}),
     ("api-bias", "GET"): Door(False, OWNER_READS, {"name": "{campaign}"}),
     ("api-bias", "POST"): Door(
         False, BIAS, {"name": "{campaign}"}, {"judge_config": "{runnable}", "probes": ["context-order"]}
@@ -219,6 +227,7 @@ COMMANDS: dict[str, tuple[list[str], bool, str]] = {
         BIAS,
     ),
     "load_demo": ([], False, "loads the demo data and prints what it did"),
+    "new_guideline": (["{campaign}", "--text", "doors guideline from the CLI"], False, WRITES),
     "try_prompt": (
         [
             "{try_campaign}",

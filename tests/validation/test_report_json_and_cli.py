@@ -80,6 +80,8 @@ def test_the_json_report_keeps_its_keys(campaign):
         "agreement",
         "certificate",
         "slice_certificates",
+        "failure",
+        "stale",
     ]
     assert list(report["overall"]) == [
         "n",

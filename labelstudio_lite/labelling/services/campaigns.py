@@ -219,9 +219,9 @@ def _check_new_name(name: str) -> None:
     try:
         check_name(name, what="campaign")
     except InvalidName as error:
-        raise CampaignError(str(error)) from None
+        raise CampaignError(str(error), field="name") from None
     if Campaign.objects.filter(name=name).exists():
-        raise CampaignError(f"a campaign named {name!r} already exists; choose another name")
+        raise CampaignError(f"a campaign named {name!r} already exists; choose another name", field="name")
 
 
 def _assumed_miss_rate(run: Run, miss_rate: float | None) -> tuple[float, str]:
@@ -265,11 +265,13 @@ def plan_campaign(
     (a half-width of the miss rate) needs.
     """
     if unit not in Campaign.Unit.values:
-        raise CampaignError(f"unit must be 'answer' or 'claim', got {unit!r}")
+        raise CampaignError(f"unit must be 'answer' or 'claim', got {unit!r}", field="unit")
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise CampaignError(f"size must be a positive number of items, got {size!r}")
+        raise CampaignError(f"size must be a positive number of items, got {size!r}", field="size")
     if not 0.0 <= heldout_fraction <= 1.0:
-        raise CampaignError(f"the held-out fraction must be between 0 and 1, got {heldout_fraction}")
+        raise CampaignError(
+            f"the held-out fraction must be between 0 and 1, got {heldout_fraction}", field="heldout_fraction"
+        )
     candidates = population(run, unit, labels)
     if not candidates:
         what = (
@@ -279,7 +281,7 @@ def plan_campaign(
         )
         if labels is not None and (labels.metric != FAITHFULNESS or labels.scale == Campaign.Scale.ORDINAL):
             what = f"answers with a judge score on {labels.metric}"
-        raise CampaignError(f"run {run.name!r} has no {what} to label")
+        raise CampaignError(f"run {run.name!r} has no {what} to label", field="run")
     chosen, strata = _stratified_sample(candidates, size=size, seed=seed, heldout_fraction=heldout_fraction)
     warnings = []
     taken = len(chosen)
@@ -344,7 +346,9 @@ def campaign_create(
     _check_new_name(name)
     annotators = _users(annotators)
     if isinstance(overlap, bool) or not isinstance(overlap, int) or not 1 <= overlap <= 20:
-        raise CampaignError(f"overlap is how many different annotators label each item (1 to 20), got {overlap!r}")
+        raise CampaignError(
+            f"overlap is how many different annotators label each item (1 to 20), got {overlap!r}", field="overlap"
+        )
     labels = labels or label_set()
     plan = plan_campaign(run=run, unit=unit, size=size, seed=seed, heldout_fraction=heldout_fraction, labels=labels)
     default_question = (
@@ -384,7 +388,9 @@ def campaign_new_guideline(*, campaign: Campaign, text: str, user: Any = None) -
         Campaign.objects.select_for_update().filter(pk=campaign.pk).first()
         current = campaign.guideline
         if current is not None and current.text == text:
-            raise CampaignError(f"the guideline is already this text (version {current.version}): nothing to change")
+            raise CampaignError(
+                f"the guideline is already this text (version {current.version}): nothing to change", field="text"
+            )
         guideline = Guideline.objects.create(
             campaign=campaign, version=(current.version + 1) if current else 1, text=text, created_by=user
         )
@@ -399,7 +405,7 @@ def _users(users: Iterable[Any]) -> list[Any]:
     found = {u.username: u for u in get_user_model().objects.filter(username__in=names)} if names else {}
     missing = sorted(set(names) - set(found))
     if missing:
-        raise CampaignError(f"no such user(s): {', '.join(missing)}")
+        raise CampaignError(f"no such user(s): {', '.join(missing)}", field="annotators")
     return [found[u] if isinstance(u, str) else u for u in users]
 
 
@@ -409,7 +415,8 @@ def campaign_set_annotators(*, campaign: Campaign, users: Iterable[Any]) -> None
     inactive = sorted(user.username for user in users if not user.is_active)
     if inactive:
         raise CampaignError(
-            f"deactivated, so they cannot label: {', '.join(inactive)} (bring them back on the People page)"
+            f"deactivated, so they cannot label: {', '.join(inactive)} (bring them back on the People page)",
+            field="annotators",
         )
     for user in users:
         CampaignAnnotator.objects.get_or_create(campaign=campaign, user=user)

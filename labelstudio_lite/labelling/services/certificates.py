@@ -31,7 +31,7 @@ from evalcore.models import JudgeConfig
 
 from ..models import Campaign, Certificate, Label
 from .judge_agreement import _ordinal  # the one place the scores are gathered
-from .judge_stats import CoreStats, Pair, core_stats, unit_word
+from .judge_stats import CoreStats, Pair, core_stats, fail_phrases, unit_word
 
 SLICE_MIN_ITEMS = 50
 SLICE_MIN_FAILURES = 10
@@ -128,7 +128,9 @@ def measure(
     slices = {}
     for name in sorted({p.slice for p in pairs}):
         members = [p for p in pairs if p.slice == name]
-        sliced = core_stats(members, unit_word=unit_word(campaign), seed=campaign.seed, strata=strata)
+        sliced = core_stats(
+            members, unit_word=unit_word(campaign), seed=campaign.seed, strata=strata, **fail_phrases(campaign)
+        )
         if sliced.n >= SLICE_MIN_ITEMS and sliced.failures >= SLICE_MIN_FAILURES:
             cert = certify_stats(campaign, sliced, kappa=ordinal_kappa(campaign, members, scores))
             if cert is not None:

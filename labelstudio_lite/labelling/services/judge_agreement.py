@@ -138,7 +138,27 @@ def _ordinal(campaign: Campaign, pairs: Sequence[Pair], judge_scores: dict[int, 
     return OrdinalStats(scale, campaign.fail_at, len(both), lines["linear"], lines["quadratic"], exact)
 
 
-def _ceiling(campaign: Campaign, by_item: dict[int, dict[str, Any]], pairs: Sequence[Pair]) -> Ceiling | None:
+def _judge_on_shared(
+    campaign: Campaign, shared: dict[int, Any], pairs: Sequence[Pair], judge_scores: dict[int, float]
+) -> KappaLine | None:
+    """The judge against people's final label on the items several labelled, on the labels people gave each other:
+    pass / fail, or the scale's points on an ordinal campaign (so it stands beside people's kappa)."""
+    on_shared = [p for p in pairs if p.item_id in shared]
+    if campaign.ordinal and judge_scores:
+        people = human_scores(campaign)
+        both = [(people[p.item_id], judge_scores[p.item_id]) for p in on_shared if p.item_id in people]
+        both = [(h, j) for h, j in both if j is not None]
+        if len(both) < 2:
+            return None
+        return _kappa_line(kappa_interval([int(h) for h, _ in both], [int(j) for _, j in both]), len(both))
+    if len(on_shared) < 2:
+        return None
+    return _kappa_line(kappa_interval([p.human for p in on_shared], [p.judge for p in on_shared]), len(on_shared))
+
+
+def _ceiling(
+    campaign: Campaign, by_item: dict[int, dict[str, Any]], pairs: Sequence[Pair], judge_scores: dict[int, float]
+) -> Ceiling | None:
     shared = {item: labels for item, labels in by_item.items() if len(labels) >= 2}
     if not shared:
         return None
@@ -163,10 +183,7 @@ def _ceiling(campaign: Campaign, by_item: dict[int, dict[str, Any]], pairs: Sequ
     level = "ordinal" if campaign.ordinal else "nominal"
     alpha_est = krippendorff_alpha_interval([list(labels.values()) for labels in shared.values()], level=level)
     alpha = KappaLine(finite(alpha_est.estimate), finite(alpha_est.low), finite(alpha_est.high), alpha_est.units)
-    on_shared = [p for p in pairs if p.item_id in shared]
-    judge = None
-    if len(on_shared) >= 2:
-        judge = _kappa_line(kappa_interval([p.human for p in on_shared], [p.judge for p in on_shared]), len(on_shared))
+    judge = _judge_on_shared(campaign, shared, pairs, judge_scores)
 
     def words(line: KappaLine | None, what: str) -> str:
         if line is None or line.estimate is None:
@@ -230,7 +247,7 @@ def agreement(campaign: Campaign, pairs: Sequence[Pair], judge_scores: dict[int,
     alt, why_not = _alt_test(campaign, by_item, pairs, judge_scores)
     return Agreement(
         ordinal=_ordinal(campaign, pairs, judge_scores) if campaign.ordinal else None,
-        ceiling=_ceiling(campaign, by_item, pairs),
+        ceiling=_ceiling(campaign, by_item, pairs, judge_scores),
         baseline=_baseline(campaign, pairs),
         alt_test=alt,
         alt_test_why_not=why_not,

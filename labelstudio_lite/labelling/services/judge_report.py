@@ -24,7 +24,7 @@ from evalcore.services.problems import UserFacingError
 from ..models import Campaign, VerdictSet
 from ..results import Result
 from ..selectors import FinalStatus, judge_verdicts
-from .certificates import measure
+from .certificates import failure_words, measure, ordinal_kappa
 from .exports import HeldoutSpent, Leakage, heldout_spent, leakage
 from .judge_agreement import Agreement, agreement
 from .judge_stats import (
@@ -33,13 +33,14 @@ from .judge_stats import (
     Pair,
     core_stats,
     corrected_pass_rate,
+    fail_phrases,
     labelled_pairs,
     pct,
     rollup_to_answers,
     stratum_population,
     unit_word,
 )
-from .judge_validation import judge_scores  # judge_validation builds on this module's neighbours
+from .judge_validation import judge_scores, report_staleness  # judge_validation builds on this module's neighbours
 
 MIN_ITEMS = 200
 MIN_FAILURES = 30
@@ -106,6 +107,8 @@ class JudgeReport(Result):
     agreement: Agreement | None = None  # weighted kappa, the human ceiling, the chance baseline, the alt test
     certificate: dict[str, Any] | None = None  # trusted / untrusted / inconclusive on the interval bounds
     slice_certificates: dict[str, dict[str, Any]] | None = None  # per slice with enough labels
+    failure: str = "unsupported answers"  # the failure class in the campaign's words
+    stale: str = ""  # why the certificate no longer counts, in words ("" when it is current)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (the API and ``judge_report --json``); ``answers`` only for claim campaigns."""
@@ -115,15 +118,23 @@ class JudgeReport(Result):
         return out
 
 
-def verdict_line(stats: CoreStats, *, fit_kappa: float, fit_miss_rate: float, unit_word: str) -> VerdictLine:
+def verdict_line(
+    stats: CoreStats,
+    *,
+    fit_kappa: float,
+    fit_miss_rate: float,
+    failure: str = "unsupported answers",
+    weighted_kappa: tuple[float | None, float | None, float | None] | None = None,
+) -> VerdictLine:
+    """The report's verdict; ``failure`` is the failure class in the campaign's words (:func:`.certificates.failure_words`).
+
+    ``weighted_kappa`` (estimate, low, high) is an ordinal campaign's linear weighted kappa, judged instead of
+    Cohen's kappa on pass / fail (as its certificate is)."""
     if stats.n == 0 or not stats.failures:
-        why = (
-            "no labelled items yet"
-            if stats.n == 0
-            else f"people found no {unit_word} unsupported, so the miss rate is unknown"
-        )
+        why = "no labelled items yet" if stats.n == 0 else f"{stats.miss_sentence}, so the miss rate is unknown"
         return VerdictLine(None, f"VERDICT: not enough labels to judge: {why}")
-    kappa, miss = stats.kappa, stats.miss_rate
+    kappa, low, high = weighted_kappa or (stats.kappa, stats.kappa_low, stats.kappa_high)
+    miss = stats.miss_rate
     fit = kappa is not None and kappa >= fit_kappa and miss <= fit_miss_rate
     sample = (
         f"{stats.missed} of {stats.failures} in the sample, weighted to the run"
@@ -131,16 +142,22 @@ def verdict_line(stats: CoreStats, *, fit_kappa: float, fit_miss_rate: float, un
         else f"{stats.missed} of {stats.failures}"
     )
     reasons = (
-        f"misses {pct(miss)} of unsupported {unit_word} ({sample}; 95 % CI "
-        f"{pct(stats.miss_low)[:-2]}–{pct(stats.miss_high)}); kappa "
-        + (f"{kappa:.2f} ({stats.kappa_low:.2f}–{stats.kappa_high:.2f})" if kappa is not None else "undefined")
+        f"misses {pct(miss)} of {failure} ({sample}; 95 % CI "
+        f"{pct(stats.miss_low)[:-2]}–{pct(stats.miss_high)}); {'weighted kappa (linear)' if weighted_kappa else 'kappa'} "
+        + (f"{kappa:.2f} ({low:.2f}–{high:.2f})" if kappa is not None and low is not None else "undefined")
     )
     head = "fit to gate" if fit else "not fit to gate"
     return VerdictLine(fit, f"VERDICT: {head}: {reasons}")
 
 
 def _warnings(
-    stats: CoreStats, statuses: dict[str, int], leaked: Leakage, spent: HeldoutSpent | None, *, unit_word: str
+    stats: CoreStats,
+    statuses: dict[str, int],
+    leaked: Leakage,
+    spent: HeldoutSpent | None,
+    *,
+    unit_word: str,
+    failed: tuple[str, str] = ("found", "unsupported"),
 ) -> list[str]:
     """What makes the numbers weaker than they look, in the order the report shows it."""
     warnings = []
@@ -151,7 +168,7 @@ def _warnings(
         )
     if stats.n and stats.failures < MIN_FAILURES:
         warnings.append(
-            f"Only {stats.failures} {unit_word} that people found unsupported: the miss rate rests on few items "
+            f"Only {stats.failures} {unit_word} that people {failed[0]} {failed[1]}: the miss rate rests on few items "
             f"(95 % CI {pct(stats.miss_low)}–{pct(stats.miss_high)})."
         )
     conflicts = statuses.get(FinalStatus.CONFLICT, 0)
@@ -238,16 +255,19 @@ def more_labels(stats: CoreStats, strata: dict[str, tuple[int, bool]], *, unit_w
 
 def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -> JudgeReport:
     """Build the whole report: of the run's judge, or of an imported verdict set (a new judge config)."""
-    word = unit_word(campaign)
+    word, phrases, failure = unit_word(campaign), fail_phrases(campaign), failure_words(campaign)
     pairs, statuses = labelled_pairs(campaign, judge_verdicts(campaign, verdict_set))
     strata = stratum_population(campaign)
-    stats = core_stats(pairs, unit_word=word, seed=campaign.seed, strata=strata)
+    stats = core_stats(pairs, unit_word=word, seed=campaign.seed, strata=strata, **phrases)
     judge = verdict_set.judge_config if verdict_set else campaign.run.judge_config
     scores = judge_scores(campaign) if verdict_set is None else {}
     measured = measure(campaign, pairs, stats, strata=strata, judge_scores=scores)
     slices = tuple(
         SliceStats(
-            name, core_stats([p for p in pairs if p.slice == name], unit_word=word, seed=campaign.seed, strata=strata)
+            name,
+            core_stats(
+                [p for p in pairs if p.slice == name], unit_word=word, seed=campaign.seed, strata=strata, **phrases
+            ),
         )
         for name in sorted({p.slice for p in pairs})
     )
@@ -268,8 +288,14 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
             source="imported verdicts" if verdict_set else "the run's judge",
         ),
         thresholds=Thresholds(kappa=campaign.fit_kappa, miss_rate=campaign.fit_miss_rate),
-        verdict=verdict_line(stats, fit_kappa=campaign.fit_kappa, fit_miss_rate=campaign.fit_miss_rate, unit_word=word),
-        warnings=tuple(_warnings(stats, statuses, leaked, spent, unit_word=word)),
+        verdict=verdict_line(
+            stats,
+            fit_kappa=campaign.fit_kappa,
+            fit_miss_rate=campaign.fit_miss_rate,
+            failure=failure,
+            weighted_kappa=ordinal_kappa(campaign, pairs, scores),
+        ),
+        warnings=tuple(_warnings(stats, statuses, leaked, spent, unit_word=word, failed=phrases["failed"])),
         statuses=statuses,
         overall=stats,
         slices=slices,
@@ -280,7 +306,7 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
         more_labels=more_labels(stats, strata, unit_word=word) if verdict_set is None else None,
         next_labels=next_labels_advice(pairs, strata, unit_word=word) if verdict_set is None else None,
         answers=(
-            core_stats(rollup_to_answers(pairs), unit_word="answers", seed=campaign.seed)
+            core_stats(rollup_to_answers(pairs), unit_word="answers", seed=campaign.seed, **phrases)
             if campaign.unit == Campaign.Unit.CLAIM
             else None
         ),
@@ -298,4 +324,6 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
         agreement=agreement(campaign, pairs, scores),
         certificate=measured.overall.as_dict() if measured.overall else None,
         slice_certificates={name: cert.as_dict() for name, cert in measured.slices.items()},
+        failure=failure,
+        stale=report_staleness(campaign, judge, rests_on=measured.guideline_version) if measured.overall else "",
     )

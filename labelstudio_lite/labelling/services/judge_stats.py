@@ -20,6 +20,7 @@ from evalcore.engine import binary_agreement, prediction_powered_mean, proportio
 from evalcore.engine.judge import Stratum, kappa_bootstrap
 from evalcore.engine.judge import corrected_pass_rate as engine_corrected_pass_rate
 from evalcore.engine.planning import SELF_WEIGHTING  # strata weights within this ratio: the sample counts as it is
+from evalcore.services.summaries import slice_name
 
 from ..models import Campaign, Item
 from ..results import Result
@@ -40,6 +41,16 @@ def pct(value: float | None) -> str:
 
 def unit_word(campaign: Campaign) -> str:
     return "claims" if campaign.unit == Campaign.Unit.CLAIM else "answers"
+
+
+def fail_phrases(campaign: Campaign) -> dict[str, Any]:
+    """The failure class in the campaign's words, for :func:`core_stats`' sentences: what people did to an item of
+    it (``failed``: ("found", "unsupported"), ("scored", "1–2")) and what the judge did (``flags``)."""
+    if campaign.ordinal:
+        points = f"{campaign.scale_min}–{campaign.fail_at:g}"
+        return {"failed": ("scored", points), "flags": f"scores {{rate}} at {points}"}
+    word = campaign.fail_word.lower()
+    return {"failed": ("found", word), "flags": f"flags {{rate}} as {word}"}
 
 
 @dataclass(frozen=True)
@@ -77,7 +88,7 @@ def labelled_pairs(
                 row_id,
                 claim_index,
                 item_split,
-                qtype or "(no type)",
+                slice_name(qtype),  # "(no type)" without one: the name the gate's frame gives that slice
                 stratum,
                 SUPPORTED if final.value == "supported" else UNSUPPORTED,
                 SUPPORTED if verdicts[pk] else UNSUPPORTED,
@@ -184,7 +195,13 @@ def _stratum_weights(pairs: Sequence[Pair], strata: dict[str, tuple[int, bool]] 
 
 
 def core_stats(
-    pairs: Sequence[Pair], *, unit_word: str, seed: int = 7, strata: dict[str, tuple[int, bool]] | None = None
+    pairs: Sequence[Pair],
+    *,
+    unit_word: str,
+    seed: int = 7,
+    strata: dict[str, tuple[int, bool]] | None = None,
+    failed: tuple[str, str] = ("found", "unsupported"),
+    flags: str = "flags {rate} as unsupported",
 ) -> CoreStats:
     """Agreement, kappa (bootstrap interval), confusion, prevalences and the miss rate of the judge on these pairs.
 
@@ -192,15 +209,15 @@ def core_stats(
     than others (a campaign over-samples the judge's rare verdict) is weighted back to the run:
     the rates, kappa and their intervals are the run's (:func:`~evalcore.engine.stratified_agreement`),
     the counts stay the sample's. A sample that weighs itself gives the same estimates unweighted.
+    ``failed`` and ``flags`` put the failure class in the campaign's words (:func:`fail_phrases`).
     """
     n = len(pairs)
     if n == 0:
         return CoreStats(n=0)
     weights = _stratum_weights(pairs, strata)
     if weights is not None:
-        return _weighted(
-            core_stats(pairs, unit_word=unit_word, seed=seed), pairs, weights, unit_word=unit_word, seed=seed
-        )
+        words = {"failed": failed, "flags": flags}
+        return _weighted(core_stats(pairs, unit_word=unit_word, seed=seed, **words), pairs, weights, seed=seed, **words)
     report = binary_agreement(
         [p.human for p in pairs], [p.judge for p in pairs], failure_class=UNSUPPORTED, labels=(SUPPORTED, UNSUPPORTED)
     )
@@ -229,12 +246,12 @@ def core_stats(
         miss_low=miss.low if miss else None,
         miss_high=miss.high if miss else None,
         miss_sentence=(
-            f"the judge passed {report.missed} of the {report.failures} {unit_word} people found unsupported"
+            f"the judge passed {report.missed} of the {report.failures} {unit_word} people {failed[0]} {failed[1]}"
             if report.failures
-            else f"people found no {unit_word} unsupported"
+            else f"people {failed[0]} no {unit_word} {failed[1]}"
         ),
         prevalence_sentence=(
-            f"the judge flags {pct(report.predicted_rate[UNSUPPORTED])} as unsupported against a true "
+            f"the judge {flags.format(rate=pct(report.predicted_rate[UNSUPPORTED]))} against a true "
             f"{pct(report.reference_rate[UNSUPPORTED])}"
         ),
         false_fails=table[0][1],
@@ -245,7 +262,13 @@ def core_stats(
 
 
 def _weighted(
-    sample: CoreStats, pairs: Sequence[Pair], weights: dict[str, float], *, unit_word: str, seed: int
+    sample: CoreStats,
+    pairs: Sequence[Pair],
+    weights: dict[str, float],
+    *,
+    seed: int,
+    failed: tuple[str, str],
+    flags: str,
 ) -> CoreStats:
     """The sample's statistics with every rate replaced by its estimate for the run."""
     names = sorted(weights)
@@ -276,7 +299,8 @@ def _weighted(
             else sample.miss_sentence
         ),
         prevalence_sentence=(
-            f"the judge flags {pct(run.judge_fail_rate)} of the run as unsupported against a true {pct(run.people_fail_rate)}"
+            f"the judge {flags.format(rate=pct(run.judge_fail_rate) + ' of the run')} against a true "
+            f"{pct(run.people_fail_rate)}"
         ),
         weighted=True,
     )

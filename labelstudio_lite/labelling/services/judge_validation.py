@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.urls import reverse
 
 from evalcore.models import JudgeConfig, Run
@@ -146,23 +146,42 @@ def _stale(chosen: Measurement, found: list[Measurement]) -> str:
 
 def _outdated(chosen: Measurement, found: list[Measurement]) -> list[str]:
     """What changed since the measurement so that it no longer counts: the guideline, the metric's definition."""
-    reasons = []
-    campaign = chosen.campaign
-    guideline = campaign.guideline
     rests_on = chosen.measured.guideline_version if chosen.measured else 1
+    newest = max(found, key=lambda m: m.campaign.created_at).campaign
+    return outdated_reasons(chosen.campaign, rests_on=rests_on, newest=newest)
+
+
+def outdated_reasons(campaign: Campaign, *, rests_on: int, newest: Campaign | None = None) -> list[str]:
+    """Why a measurement on ``campaign`` resting on labels given under guideline ``rests_on`` is stale, in words:
+    the campaign's guideline changed since, or ``newest`` (the newest campaign of the same judge on the metric)
+    defines the metric differently. Empty when it is current."""
+    reasons = []
+    guideline = campaign.guideline
     if guideline is not None and guideline.version != rests_on:
         reasons.append(
             f"the guideline of campaign {campaign.name} changed (v{rests_on} → v{guideline.version}) after these labels "
             f"were given: label again under v{guideline.version}"
         )
-    newest = max(found, key=lambda m: m.campaign.created_at).campaign
-    if definition_hash(newest.definition()) != definition_hash(campaign.definition()):
+    if newest is not None and definition_hash(newest.definition()) != definition_hash(campaign.definition()):
         changed = sorted(k for k, v in newest.definition().items() if campaign.definition().get(k) != v)
         reasons.append(
             f"the metric's definition changed: campaign {newest.name} defines {campaign.metric} with another "
             f"{', '.join(changed)} than campaign {campaign.name} measured"
         )
     return reasons
+
+
+def report_staleness(campaign: Campaign, config: JudgeConfig | None, *, rests_on: int) -> str:
+    """A judge report's certificate's staleness in words ("" when current), as the gate's validation says it."""
+    newest = None
+    if config is not None:
+        newest = (
+            Campaign.objects.filter(metric=campaign.metric)
+            .filter(Q(run__judge_config=config) | Q(verdict_sets__judge_config=config))
+            .order_by("-created_at", "-pk")
+            .first()
+        )
+    return "; ".join(outdated_reasons(campaign, rests_on=rests_on, newest=newest))
 
 
 def _superseded_soon(chosen: Measurement, found: list[Measurement]) -> list[str]:

@@ -22,6 +22,7 @@ from evalcore.services.problems import ImportFailed, ImportProblem, ProblemColle
 from evalcore.services.readers import Record, detect_format, read_records
 
 from ..models import Campaign, Item, Label
+from .assignment import LabellingError, current_guideline_version, label_value
 from .item_rows import ItemRef, campaign_items, item_lines
 from .label_sources import LabelSource, label_records
 
@@ -50,10 +51,34 @@ class _LabelLine:
     annotator: str
     value: str
     rationale: str
+    score: int | None = None
 
 
-def _label_reader(value_map: dict[str, str]) -> Callable[[dict[str, Any]], _LabelLine]:
-    """Read a label line; ``value_map`` first turns a tool's values ("Not supported") into ours."""
+def _score_of(campaign: Campaign, data: dict[str, Any]) -> tuple[str, int | None]:
+    """An ordinal campaign's label: its ``score`` field (or a score in ``label``) on the scale, or cant_tell."""
+    field_name = "score" if data.get("score") not in (None, "") else "label"
+    raw = data.get(field_name)
+    if isinstance(raw, int | float) and not isinstance(raw, bool):  # a JSON number: 3 or 3.0 is the score 3
+        raw = str(int(raw)) if float(raw).is_integer() else str(raw)
+    text = as_text(raw, field_name, required=True).strip()
+    if VALUES.get(text.lower()) == Label.Value.CANT_TELL:
+        return Label.Value.CANT_TELL, None
+    try:
+        return label_value(campaign, text)
+    except LabellingError:
+        raise FieldError(
+            field_name,
+            f"must be a whole score from {campaign.scale_min} to {campaign.scale_max} (or cant_tell), got {text!r}",
+        ) from None
+
+
+def _label_reader(
+    value_map: dict[str, str], campaign: Campaign | None = None
+) -> Callable[[dict[str, Any]], _LabelLine]:
+    """Read a label line; ``value_map`` first turns a tool's values ("Not supported") into ours.
+
+    On an ordinal campaign the line carries a score on the scale (``score``, or ``label``); its class follows
+    from the campaign's threshold, as on the labelling page."""
     mapped = {str(k).strip().casefold(): str(v).strip().lower() for k, v in value_map.items()}
     bad = sorted({v for v in mapped.values() if v not in VALUES})
     if bad:
@@ -62,6 +87,10 @@ def _label_reader(value_map: dict[str, str]) -> Callable[[dict[str, Any]], _Labe
         )
 
     def read(data: dict[str, Any]) -> _LabelLine:
+        if campaign is not None and campaign.ordinal:
+            data = {**data, "label": mapped.get(str(data.get("label", "")).strip().casefold(), data.get("label"))}
+            value, score = _score_of(campaign, data)
+            return _LabelLine(_annotator(data), value, as_text(data.get("rationale"), "rationale"), score)
         raw = as_text(data.get("label"), "label", required=True).strip()
         raw_value = mapped.get(raw.casefold(), raw.lower())
         if raw_value not in VALUES:
@@ -69,12 +98,16 @@ def _label_reader(value_map: dict[str, str]) -> Callable[[dict[str, Any]], _Labe
             raise FieldError(
                 "label", f"must be supported, unsupported or cant_tell, got {raw!r}" + (hint if not mapped else "")
             )
-        annotator = as_text(data.get("annotator"), "annotator", required=True).strip()
-        if len(annotator) > 150:
-            raise FieldError("annotator", "is longer than 150 characters")
-        return _LabelLine(annotator, VALUES[raw_value], as_text(data.get("rationale"), "rationale"))
+        return _LabelLine(_annotator(data), VALUES[raw_value], as_text(data.get("rationale"), "rationale"))
 
     return read
+
+
+def _annotator(data: dict[str, Any]) -> str:
+    annotator = as_text(data.get("annotator"), "annotator", required=True).strip()
+    if len(annotator) > 150:
+        raise FieldError("annotator", "is longer than 150 characters")
+    return annotator
 
 
 def _by_text(records: Iterable[Record], campaign: Campaign, problems: ProblemCollector) -> Iterator[Record]:
@@ -125,7 +158,7 @@ def labels_import(
                 )
             ]
         )
-    read_label = about_file(display, lambda: _label_reader(source.value_map))
+    read_label = about_file(display, lambda: _label_reader(source.value_map, campaign))
     User = get_user_model()
     users = {u.username: u for u in User.objects.all()}
     problems = ProblemCollector(display)
@@ -156,19 +189,22 @@ def labels_import(
 
     created = unchanged = 0
     externals: set[str] = set()
+    guideline_version = current_guideline_version(campaign)  # the guideline the labels are imported under
     with transaction.atomic():
         for i, (line, item, user, label) in enumerate(parsed, start=1):
             name, value = label.annotator, label.value
             lookup = {"annotator": user} if user else {"external_annotator": name}
             existing = Label.objects.filter(item_id=item.pk, **lookup).first()
             if existing is not None:
-                if existing.value == value:
+                if (existing.value, existing.score) == (value, label.score):
                     unchanged += 1
                     continue
                 problems.add(
                     line,
                     "label",
-                    f"{name!r} already labelled this item {existing.value!r}; change it on the labelling page instead",
+                    f"{name!r} already labelled this item "
+                    f"{existing.value if existing.score is None else existing.score!r}; change it on the labelling "
+                    "page instead",
                 )
                 continue
             if value != Label.Value.CANT_TELL:
@@ -179,7 +215,15 @@ def labels_import(
                         f"this item already has its {item.overlap} label(s) (the campaign's overlap)",
                     )
                     continue
-            Label.objects.create(item_id=item.pk, value=value, rationale=label.rationale, source="import", **lookup)
+            Label.objects.create(
+                item_id=item.pk,
+                value=value,
+                score=label.score,
+                rationale=label.rationale,
+                source="import",
+                guideline_version=guideline_version,
+                **lookup,
+            )
             if user is None:
                 externals.add(name)
             created += 1

@@ -104,29 +104,40 @@ def label_set(
     """
     metric = (metric or "").strip()
     if not metric:
-        raise LabelSetError("name the judge metric the campaign validates (faithfulness, answer_relevance, ...)")
+        raise LabelSetError(
+            "name the judge metric the campaign validates (faithfulness, answer_relevance, ...)", field="metric"
+        )
     known = KNOWN.get(kind_of(metric), ("Pass", "Fail", Campaign.Shows.CONTEXT, f"Does the answer pass on {metric}?"))
     if scale not in Campaign.Scale.values:
-        raise LabelSetError(f"the label set is 'binary' (pass / fail) or 'ordinal' (a scale), got {scale!r}")
+        raise LabelSetError(
+            f"the label set is 'binary' (pass / fail) or 'ordinal' (a scale), got {scale!r}", field="scale"
+        )
     if shows is not None and shows not in Campaign.Shows.values:
-        raise LabelSetError(f"the page shows one of {', '.join(Campaign.Shows.values)}, got {shows!r}")
+        raise LabelSetError(f"the page shows one of {', '.join(Campaign.Shows.values)}, got {shows!r}", field="shows")
     if judge_pass_at is not None and not (isinstance(judge_pass_at, int | float) and math.isfinite(judge_pass_at)):
-        raise LabelSetError(f"the judge's pass score must be a number, got {judge_pass_at!r}")
+        raise LabelSetError(f"the judge's pass score must be a number, got {judge_pass_at!r}", field="judge_pass_at")
     if scale == Campaign.Scale.BINARY:
         if any(v is not None for v in (scale_min, scale_max, fail_at)):
-            raise LabelSetError("a binary label set has no scale or threshold: choose 'ordinal' for a scale")
+            raise LabelSetError(
+                "a binary label set has no scale or threshold: choose 'ordinal' for a scale", field="scale"
+            )
         low = high = None
     else:
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (scale_min, scale_max)):
-            raise LabelSetError(f"an ordinal scale needs whole-number ends, got {scale_min!r} to {scale_max!r}")
+            raise LabelSetError(
+                f"an ordinal scale needs whole-number ends, got {scale_min!r} to {scale_max!r}",
+                field="scale_min" if not isinstance(scale_min, int) or isinstance(scale_min, bool) else "scale_max",
+            )
         if not scale_min < scale_max <= scale_min + 10:
             raise LabelSetError(
-                f"an ordinal scale runs from a low to a higher end, 2 to 11 points; got {scale_min}–{scale_max}"
+                f"an ordinal scale runs from a low to a higher end, 2 to 11 points; got {scale_min}–{scale_max}",
+                field="scale_max",
             )
         if not isinstance(fail_at, int | float) or isinstance(fail_at, bool) or not scale_min <= fail_at < scale_max:
             raise LabelSetError(
                 f"the threshold defines the failure class: scores at or below it fail, so it lies from {scale_min} "
-                f"to below {scale_max}; got {fail_at!r}"
+                f"to below {scale_max}; got {fail_at!r}",
+                field="fail_at",
             )
         low, high = scale_min, scale_max
     return LabelSet(

@@ -16,7 +16,14 @@ from evalcore.views.jobs import register_job_form, retried_job
 from labelstudio_lite.accounts.access import eval_owner_required
 
 from ..access import campaign_for_owner
-from ..forms import AdjudicationForm, AnnotatorsForm, CampaignForm, LabelImportForm, RemoveAnnotatorForm
+from ..forms import (
+    AdjudicationForm,
+    AnnotatorsForm,
+    CampaignForm,
+    GuidelineForm,
+    LabelImportForm,
+    RemoveAnnotatorForm,
+)
 from ..selectors import (
     FinalStatus,
     annotator_agreement,
@@ -28,6 +35,7 @@ from ..selectors import (
 from ..services.adjudication import adjudicate
 from ..services.campaigns import (
     campaign_create,
+    campaign_new_guideline,
     campaign_remove_annotator,
     campaign_set_annotators,
     plan_assumptions,
@@ -132,8 +140,32 @@ def campaign_overview(request: HttpRequest, name: str) -> HttpResponse:
         "import_form": LabelImportForm(),
         "retry": retried_job(request, IMPORT_LABELS),
         "label_studio_config": label_studio_config(campaign),
+        "guideline_form": GuidelineForm(initial={"text": campaign.guideline.text if campaign.guideline else ""}),
+        "guidelines": campaign.guidelines.select_related("created_by").order_by("-version"),
     }
     return render(request, "labelling/campaign.html", context)
+
+
+@require_POST
+@eval_owner_required
+def campaign_guideline(request: HttpRequest, name: str) -> HttpResponse:
+    """Write the guideline's next version (eval owners; annotators get a 404 like every owner page)."""
+    campaign = campaign_for_owner(request.user, name)
+
+    def write(data: dict) -> Done:
+        guideline = campaign_new_guideline(campaign=campaign, text=data["text"], user=request.user)
+        return Done(
+            f"Guideline v{guideline.version} saved: annotators see it from now on, and a certificate measured "
+            f"under an older version reads stale."
+        )
+
+    return form_post(
+        request,
+        GuidelineForm(request.POST),
+        back=reverse("labelling:campaign", args=[campaign.name]) + "#guideline",
+        invalid="The guideline: at most 20,000 characters.",
+        run=write,
+    )
 
 
 @require_POST
@@ -168,7 +200,12 @@ def adjudication(request: HttpRequest, name: str) -> HttpResponse:
 
         def decide(data: dict) -> Done:
             adjudicate(
-                campaign=campaign, item_id=data["item_id"], value=data["value"], note=data["note"], user=request.user
+                campaign=campaign,
+                item_id=data["item_id"],
+                value=data["value"],
+                score=data["score"],
+                note=data["note"],
+                user=request.user,
             )
             return Done("Final label saved.")
 
@@ -176,7 +213,7 @@ def adjudication(request: HttpRequest, name: str) -> HttpResponse:
             request,
             AdjudicationForm(request.POST),
             back=reverse("labelling:adjudicate", args=[campaign.name]),
-            invalid="Pick supported or unsupported.",
+            invalid="Pick the final score." if campaign.ordinal else "Pick supported or unsupported.",
             run=decide,
         )
     entries = disagreements(campaign)
