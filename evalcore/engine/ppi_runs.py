@@ -16,9 +16,11 @@ campaigns are drawn independently, so given the rows the two estimates are indep
 ``S2_D / N`` is the questions' own sampling error, counted once: ``S2_D`` is the people's variance
 of the paired difference ``y_candidate - y_base`` over the questions, estimated as ``S2_base +
 S2_candidate - 2 C`` with each run's people's variance weighted by its strata and ``C`` the
-people's covariance across runs on questions labelled on both (0 when fewer than
-:data:`MIN_SHARED` are: conservative, as people's labels of two answers to one question go
-together). The interval is normal, with Student's t at the Welch-Satterthwaite degrees of
+people's covariance across runs on questions labelled on both, each weighted by the inverse of
+its chance of being labelled on both (0 when fewer than :data:`MIN_SHARED` are: conservative, as
+people's labels of two answers to one question go together), and never below ``(S_base -
+S_candidate)^2``, its least value at any covariance. This term is small beside the campaigns'
+unless people labelled most of the rows. The interval is normal, with Student's t at the Welch-Satterthwaite degrees of
 freedom of the two runs' variances; the test of "no drop" is the one-sided normal test of
 ``D / se`` (:func:`drop_p_value`), so the gate's Holm correction takes it with the others.
 """
@@ -90,13 +92,33 @@ def _fits(labels, judge_labelled, judge_rows, labelled_strata, row_strata, tunin
     return run, alone, max(spread, 0.0)
 
 
-def _shared_covariance(base_ids: Sequence[Hashable], base_y, candidate_ids: Sequence[Hashable], candidate_y) -> float:
-    by_question = dict(zip(base_ids, base_y))
-    pairs = [(by_question[q], y) for q, y in zip(candidate_ids, candidate_y) if q in by_question]
-    if len(pairs) < MIN_SHARED:
+def _inclusion(labelled_strata: Sequence[Hashable], row_strata: Sequence[Hashable]) -> np.ndarray:
+    """Each labelled row's inclusion probability in its campaign, ``n_h / N_h`` of its stratum."""
+    labelled = [str(k) for k in labelled_strata]
+    rows: dict[str, int] = {}
+    for key in row_strata:
+        rows[str(key)] = rows.get(str(key), 0) + 1
+    counts: dict[str, int] = {}
+    for key in labelled:
+        counts[key] = counts.get(key, 0) + 1
+    return np.array([counts[k] / rows[k] for k in labelled], dtype=np.float64)
+
+
+def _shared_covariance(base, candidate) -> float:
+    """People's covariance across the runs on questions labelled on both, each weighted by ``1 / (pi_base pi_cand)``.
+
+    ``base`` and ``candidate`` are (questions, labels, inclusion probabilities) of each run's labelled
+    rows; the two campaigns are drawn independently, so a question is labelled on both with the
+    product of its probabilities. Fewer than :data:`MIN_SHARED` such questions: 0.
+    """
+    by_question = {q: (y, p) for q, y, p in zip(*base)}
+    shared = [(by_question[q][0], y, by_question[q][1] * p) for q, y, p in zip(*candidate) if q in by_question]
+    if len(shared) < MIN_SHARED:
         return 0.0
-    a, b = np.asarray(pairs, dtype=np.float64).T
-    return float(np.cov(a, b)[0, 1])
+    a, b, pi = np.asarray(shared, dtype=np.float64).T
+    w = 1.0 / pi
+    mean_a, mean_b = np.sum(w * a) / w.sum(), np.sum(w * b) / w.sum()
+    return float(np.sum(w * (a - mean_a) * (b - mean_b)) / w.sum() * len(shared) / (len(shared) - 1))
 
 
 def prediction_powered_run_difference(
@@ -180,8 +202,13 @@ def prediction_powered_run_difference(
     rows = len(base_judge_rows)
     shared = 0.0
     if len(base_questions) and len(candidate_questions):
-        shared = _shared_covariance(base_questions, base_labels, candidate_questions, candidate_labels)
-    questions_term = max(base_spread + cand_spread - 2 * shared, 0.0) / rows
+        shared = _shared_covariance(
+            (base_questions, base_labels, _inclusion(base_labelled_strata, base_row_strata)),
+            (candidate_questions, candidate_labels, _inclusion(candidate_labelled_strata, candidate_row_strata)),
+        )
+    # Var(y_b - y_a) is at least (sd_a - sd_b)^2 whatever the covariance: a noisy covariance cannot go below it
+    floor = (math.sqrt(base_spread) - math.sqrt(cand_spread)) ** 2
+    questions_term = max(base_spread + cand_spread - 2 * shared, floor) / rows
     labels = base.labels + cand.labels
 
     def combine(a: PredictionPowered, b: PredictionPowered) -> tuple[float, float, float]:
