@@ -159,3 +159,23 @@ def test_the_gate_command_decides_on_the_corrected_difference_and_prints_it(labe
 def test_an_unknown_judge_correction_is_refused(labelled_runs):
     code, _, err = gate("--base", "base", "--candidate", "candidate", "--judge-correction", "rg")
     assert code == 1 and "invalid choice: 'rg'" in err
+
+
+def test_the_api_takes_the_judge_correction_and_the_comparison_says_which_difference_decided(
+    owner_client, labelled_runs
+):
+    labelled_runs["label"](labelled_runs["base"], people_base, size=60)
+    labelled_runs["label"](labelled_runs["candidate"], people_candidate, size=60)
+    body = {"base": "base", "candidate": "candidate", "metrics": ["faithfulness"], "slice_by": "none"}
+    refused = owner_client.post("/api/gate/", {**body, "judge_correction": "rg"}, content_type="application/json")
+    assert refused.status_code == 400 and "judge_correction" in refused.json()
+    accepted = owner_client.post("/api/gate/", {**body, "judge_correction": "ppi"}, content_type="application/json")
+    assert accepted.status_code == 202
+    job = owner_client.get(accepted.json()["url"]).json()
+    detail = owner_client.get(f"/api/comparisons/{job['result']['comparison_id']}/").json()
+    assert detail["judge_correction"] == "ppi"
+    (faith,) = detail["decisions"]
+    assert faith["interval_method"] == "ppi" and faith["judge_correction"]["labels"] == 120
+    assert faith["judge_correction"]["sentence"].startswith("decided on the judge-corrected difference, 120 labels")
+    page = owner_client.get(f"/comparisons/{detail['id']}/").content.decode()
+    assert "Judge correction: ppi" in page and "decided on the judge-corrected difference, 120 labels" in page
