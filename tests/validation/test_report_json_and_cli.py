@@ -80,6 +80,8 @@ def test_the_json_report_keeps_its_keys(campaign):
         "agreement",
         "certificate",
         "slice_certificates",
+        "mean_score",
+        "mean_score_note",
     ]
     assert list(report["overall"]) == [
         "n",
