@@ -41,6 +41,7 @@ from .selectors import (
     stored_items,
 )
 from .services.comparisons import comparison_as_dict
+from .services.judge_correction import JUDGE_CORRECTIONS
 from .services.judge_fitness import JUDGE_POLICIES
 from .services.planning import plan_labels, plan_questions
 from .services.problems import UserFacingError, about_field
@@ -381,6 +382,12 @@ class GateApi(EvalOwnerAPIView):
             help_text="family-wise correction of 'block' over every metric and slice: holm or none "
             "(default GATE_CORRECTION, holm)",
         )
+        judge_correction = serializers.ChoiceField(
+            choices=JUDGE_CORRECTIONS,
+            default="none",
+            help_text="ppi: judge metrics decided on the prediction-powered difference where people labelled both "
+            "runs' rows (else the raw judge difference, said so); none: the raw judge difference",
+        )
 
     @extend_schema(
         request=GateInput, responses={202: JobOutput}, summary="Compare two runs and apply the release gate (a job)"
@@ -402,6 +409,7 @@ class GateApi(EvalOwnerAPIView):
             lower_is_better=data["lower_is_better"],
             judge_policy=data["judge_policy"],
             correction=data["correction"],
+            judge_correction=data["judge_correction"],
         )
         return _accepted(request_gate, params, request)
 

@@ -153,6 +153,19 @@ class CompareForm(forms.Form):
         required=False,
         label="Correction of 'block'",
     )
+    judge_correction = forms.ChoiceField(
+        choices=[
+            ("none", "none: judge metrics on the judge's raw difference"),
+            (
+                "ppi",
+                "ppi: judge metrics on the prediction-powered difference where people labelled both runs' rows "
+                "(the raw difference, said so, where they did not)",
+            ),
+        ],
+        required=False,
+        initial="none",
+        label="Judge correction",
+    )
 
     def clean_margins(self) -> dict[str, float]:
         out = {}

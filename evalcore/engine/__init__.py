@@ -49,6 +49,7 @@ from .planning import (
     settle_review,
 )
 from .ppi import PredictionPowered, prediction_powered_difference, prediction_powered_mean
+from .ppi_runs import drop_p_value, gate_evidence, prediction_powered_run_difference
 from .proportions import (
     ProportionEstimate,
     detectable_difference,
@@ -184,5 +185,8 @@ __all__ = [
     "next_labels",
     "PredictionPowered",
     "prediction_powered_difference",
+    "prediction_powered_run_difference",
+    "drop_p_value",
+    "gate_evidence",
     "prediction_powered_mean",
 ]

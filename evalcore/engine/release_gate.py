@@ -262,8 +262,14 @@ def _decide_family(
     sign_flips: int | None,
     threads: int | None,
     resampler: str = "auto",
-) -> list[GateDecision]:
-    """Decide every cell of one gate: intervals and tests for those with enough pairs, one correction over them all."""
+    replaced: Mapping[tuple[str, str], Evidence] | None = None,
+) -> tuple[list[GateDecision], list[GateDecision]]:
+    """Decide every cell of one gate: intervals and tests for those with enough pairs, one correction over them all.
+
+    ``replaced`` gives, per (metric, slice), evidence made elsewhere (a judge-corrected difference) that
+    decides the cell instead of its own; the correction runs over the family with it. Returns the
+    decisions, and the replaced cells' decisions on their own evidence (the same family without replacement).
+    """
     tested = [cell for cell in cells if cell.n >= min_pairs]
     alpha = _alpha(confidence)
     draws = sign_flips_for(len(tested), alpha=alpha, at_least=iterations) if sign_flips is None else sign_flips
@@ -277,19 +283,28 @@ def _decide_family(
         threads=threads,
         resampler=resampler,
     )
-    adjusted = adjust([e.test.p_value for e in evidence], correction=correction)
-    decided = {
-        id(cell): _decided(
-            cell, found, float(p_adj), family=len(tested), correction=correction, confidence=confidence, seed=seed
-        )
-        for cell, found, p_adj in zip(tested, evidence, adjusted)
-    }
-    return [
+    own = list(evidence)
+    evidence = [(replaced or {}).get((cell.metric, cell.slice), found) for cell, found in zip(tested, own)]
+
+    def decide_all(found_list: list[Evidence]) -> dict[int, GateDecision]:
+        adjusted = adjust([e.test.p_value for e in found_list], correction=correction)
+        return {
+            id(cell): _decided(
+                cell, found, float(p_adj), family=len(tested), correction=correction, confidence=confidence, seed=seed
+            )
+            for cell, found, p_adj in zip(tested, found_list, adjusted)
+        }
+
+    decided = decide_all(evidence)
+    raw = decide_all(own) if any(a is not b for a, b in zip(evidence, own)) else {}
+    decisions = [
         decided[id(cell)]
         if id(cell) in decided
         else _too_few(cell, min_pairs=min_pairs, seed=seed, confidence=confidence)
         for cell in cells
     ]
+    swapped = [raw[id(cell)] for cell, a, b in zip(tested, evidence, own) if a is not b]
+    return decisions, swapped
 
 
 def _decided(
@@ -386,7 +401,7 @@ def gate(
     margin = _check_metric(metric, margin)
     base_arr, cand_arr = paired_arrays(base, cand)
     cell = Cell(metric, slice, base_arr, cand_arr, margin, bool(higher_is_better), is_pass_fail(base_arr, cand_arr))
-    (decision,) = _decide_family(
+    (decision,), _ = _decide_family(
         [cell],
         min_pairs=check_positive_int(min_pairs, "min_pairs"),
         correction="holm",
@@ -448,6 +463,9 @@ class GateReport:
         Decisions tested together (those with enough pairs); Holm's correction runs over them.
     correction : {"holm", "none"}, default "holm"
         The family-wise correction of "block".
+    replaced : tuple of GateDecision, default ()
+        For cells decided on evidence given to :func:`gate_frame` (``evidence``), the decision
+        their own evidence would have made, in the same family without the replacement.
 
     Examples
     --------
@@ -464,6 +482,7 @@ class GateReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
     family_size: int = 0
     correction: str = "holm"
+    replaced: tuple[GateDecision, ...] = field(default_factory=tuple)
 
     def to_frame(self) -> pd.DataFrame:
         """Return one row per decision, one column per field of :class:`GateDecision`."""
@@ -490,6 +509,7 @@ def gate_frame(
     correction: Correction = "holm",
     interval: GateInterval = "auto",
     sign_flips: int | None = None,
+    evidence: Mapping[tuple[str, str], Evidence] | None = None,
 ) -> GateReport:
     """Run the gate for every metric, overall and for every slice, on per-question frames.
 
@@ -522,6 +542,10 @@ def gate_frame(
     sign_flips : int, optional
         Most random sign patterns a Monte Carlo sign-flip test may draw (default: enough that a
         corrected cell can block, ``10 × family / α`` and at least ``iterations``).
+    evidence : mapping (metric, slice) -> Evidence, optional
+        Evidence made elsewhere that decides a cell instead of its own interval and sign-flip test
+        (the judge-corrected difference of :mod:`.ppi_runs`, interval method ``"ppi"``): same rule,
+        its p-value in the family's correction. The cell's own decision is in ``replaced``.
 
     Returns
     -------
@@ -559,7 +583,7 @@ def gate_frame(
     }
     directions = {m: bool((higher_is_better or {}).get(m, True)) for m in metrics}
     cells = cells_of(b, c, metrics, slices_of(b, c, slice_by), margins=margins, directions=directions)
-    decisions = _decide_family(
+    decisions, swapped = _decide_family(
         cells,
         min_pairs=min_pairs,
         correction=correction,
@@ -569,6 +593,7 @@ def gate_frame(
         confidence=confidence,
         sign_flips=sign_flips,
         threads=threads,
+        replaced=evidence,
     )
     return GateReport(
         decisions=tuple(decisions),
@@ -577,4 +602,5 @@ def gate_frame(
         notes=tuple(notes),
         family_size=sum(1 for cell in cells if cell.n >= min_pairs),
         correction=correction,
+        replaced=tuple(swapped),
     )

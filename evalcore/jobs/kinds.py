@@ -19,6 +19,7 @@ from ..services.evalsets import EvalSetImportResult, evalset_import
 from ..services.fields import FieldError, json_safe
 from ..services.importing import Progress
 from ..services.judge_configs import normalize_judge_config
+from ..services.judge_correction import check_judge_correction
 from ..services.judge_fitness import check_judge_policy
 from ..services.judge_runs import default_name, judge_run, judge_run_check, rescore_plan
 from ..services.names import check_name
@@ -212,6 +213,7 @@ class GateParams:
     lower_is_better: list[str] = field(default_factory=list)
     judge_policy: str | None = None  # None: GATE_JUDGE_POLICY
     correction: str | None = None  # None: GATE_CORRECTION
+    judge_correction: str = "none"  # "ppi": judge metrics on the prediction-powered difference where labelled
 
 
 def _runs(params: GateParams) -> tuple[Run, Run]:
@@ -233,6 +235,7 @@ def request_gate(*, params: GateParams, user: Any = None, start: bool = True) ->
         about_field("judge_policy", lambda: check_judge_policy(params.judge_policy))
     if params.correction is not None:
         about_field("correction", lambda: check_gate_correction(params.correction))
+    about_field("judge_correction", lambda: check_judge_correction(params.judge_correction))
     return job_request(kind=GATE, params=params, user=user, start=start)
 
 
@@ -253,6 +256,7 @@ def _compare(params: GateParams, base: Run, candidate: Run, job: Job, progress: 
         lower_is_better=params.lower_is_better,
         judge_policy=params.judge_policy,
         correction=params.correction,
+        judge_correction=params.judge_correction,
         user=job.created_by,
         progress=progress,
     )

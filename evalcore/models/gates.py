@@ -48,6 +48,12 @@ class Comparison(models.Model):
     family_size = models.PositiveIntegerField(
         default=0, help_text="Decisions tested together, over which the correction ran (0 before it existed)."
     )
+    judge_correction = models.CharField(
+        max_length=10,
+        default="none",
+        help_text="ppi: judge metrics decided on the prediction-powered difference where people labelled both runs' "
+        "rows; none: on the judge's raw difference.",
+    )
     judge_rates = models.JSONField(
         default=list, blank=True, help_text="Each run's judge pass rate, raw and corrected for the judge's errors."
     )
@@ -72,6 +78,9 @@ class Comparison(models.Model):
                 condition=models.Q(correction__in=list(CORRECTIONS)), name="comparison_correction_valid"
             ),
             models.CheckConstraint(condition=~models.Q(base=models.F("candidate")), name="comparison_two_runs"),
+            models.CheckConstraint(
+                condition=models.Q(judge_correction__in=["none", "ppi"]), name="comparison_judge_correction_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -126,6 +135,12 @@ class GateDecisionRecord(models.Model):
         null=True,
         blank=True,
         help_text="For review decisions: what would settle it, in words (sentence) and numbers (the planner's).",
+    )
+    judge_correction = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Judge metrics under a judge correction: which difference decided (ppi or raw), the labels, what "
+        "the judge was worth, the raw judge difference beside it, or why it fell back.",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -23,6 +23,14 @@ from evalcore.engine.multiplicity import CORRECTIONS
 
 from ..models import Comparison, GateDecisionRecord, Run
 from ..selectors import CHANGED_KEPT, run_rows_frame
+from .comparison_dicts import _finite, comparison_as_dict  # noqa: F401 - comparison_as_dict is read from here
+from .judge_correction import (
+    check_judge_correction,
+    is_corrected,
+    judge_corrections,
+    labels_to_settle,
+    with_corrections,
+)
 from .judge_fitness import JudgeValidation, check_judge_policy, corrected_pass_rates, judge_validation
 from .problems import UserFacingError
 from .scoring import is_judge_metric
@@ -137,6 +145,7 @@ def compare_runs(
     confidence: float = 0.95,
     judge_policy: str | None = None,
     correction: str | None = None,
+    judge_correction: str | None = None,
     user: Any = None,
     progress: Progress = _noop,
 ) -> ComparisonOutcome:
@@ -145,9 +154,12 @@ def compare_runs(
     Decisions on judge metrics carry the validation of the judge that scored both runs, and the
     judge policy (``GATE_JUDGE_POLICY`` unless given) decides what an unvalidated or unfit judge
     does to them (see :mod:`.judge_fitness`). A "block" is corrected for the number of decisions
-    (``GATE_CORRECTION`` unless given: Holm's step-down over every metric and slice).
+    (``GATE_CORRECTION`` unless given: Holm's step-down over every metric and slice). With
+    ``judge_correction="ppi"`` a judge metric's cells are decided on the prediction-powered
+    difference where people labelled both runs' rows (see :mod:`.judge_correction`).
     """
     policy, correction = _policy_and_correction(judge_policy=judge_policy, correction=correction)
+    judge_correction = check_judge_correction(judge_correction or "none")
     chosen, excluded = comparison_check(base=base, candidate=candidate, metrics=metrics, slice_by=slice_by)
     per_metric, iterations, seed = _margins_and_bootstrap(
         chosen, margin=margin, margins=margins, iterations=iterations, seed=seed
@@ -155,6 +167,20 @@ def compare_runs(
 
     progress(0, 3, "loading rows")
     base_frame, cand_frame, common = _paired_frames(base, candidate, chosen)
+    paired = _Paired.of(base_frame, cand_frame, common)
+    directions = {metric: metric not in lower_is_better for metric in chosen}
+    corrections, evidence = ({}, {})
+    if judge_correction == "ppi":
+        corrections, evidence = judge_corrections(
+            base=base,
+            candidate=candidate,
+            metrics=[m for m in chosen if is_judge_metric(m)],
+            base_common=paired.base_common,
+            cand_common=paired.cand_common,
+            slices=paired.slices if slice_by else {"all": paired.slices["all"]},
+            higher_is_better=directions,
+            confidence=confidence,
+        )
     progress(1, 3, f"bootstrapping {len(chosen)} metrics")
     # one call for every metric: their bootstraps share one pool of threads (the same numbers as one by one)
     gated = gate_frame(
@@ -163,13 +189,14 @@ def compare_runs(
         metrics=chosen,
         slice_by=SLICE_COLUMN if slice_by else None,
         margin=per_metric,
-        higher_is_better={metric: metric not in lower_is_better for metric in chosen},
+        higher_is_better=directions,
         iterations=iterations,
         seed=seed,
         confidence=confidence,
         correction=correction,
+        evidence=evidence or None,
     )
-    decisions = list(gated.decisions)
+    decisions, corrected = with_corrections(list(gated.decisions), corrections, gated.replaced)
     notes = list(gated.notes)
     _exclude_the_uncompared(chosen, decisions, excluded)
     progress(2, 3, "storing decisions")
@@ -179,13 +206,17 @@ def compare_runs(
     validation = next(iter(validations.values()), None)
     data_status = {(d.metric, d.slice): d.status for d in decisions}
     decisions = [
-        _under_judge_policy(d, validations[d.metric], policy) if d.metric in validations else d for d in decisions
+        _under_judge_policy(d, validations[d.metric], policy)
+        if d.metric in validations and not is_corrected(corrected, d)
+        else d
+        for d in decisions
     ]
     chosen = [m for m in chosen if m not in excluded]
     per_metric = {m: per_metric[m] for m in chosen}
-    paired = _Paired.of(base_frame, cand_frame, common)
     to_settle = {
-        (d.metric, d.slice): _to_settle(d, data_status[(d.metric, d.slice)], paired, confidence, gated.family_size)
+        (d.metric, d.slice): labels_to_settle(d)
+        if is_corrected(corrected, d)
+        else _to_settle(d, data_status[(d.metric, d.slice)], paired, confidence, gated.family_size)
         for d in decisions
         if d.status == REVIEW
     }
@@ -213,6 +244,7 @@ def compare_runs(
         excluded_metrics=excluded,
         changed=changed,
         judge_policy=policy,
+        judge_correction=judge_correction,
         correction=report.correction,
         family_size=report.family_size,
         judge_rates=[asdict(rate) for rate in corrected_pass_rates(base.judge_config, [base, candidate])]
@@ -220,7 +252,14 @@ def compare_runs(
         else [],
         created_by=user if getattr(user, "pk", None) else None,
     )
-    _store_comparison(comparison, report, validations=validations, data_status=data_status, to_settle=to_settle)
+    _store_comparison(
+        comparison,
+        report,
+        validations=validations,
+        data_status=data_status,
+        to_settle=to_settle,
+        corrections=corrected,
+    )
     progress(3, 3, "done")
     return ComparisonOutcome(comparison, report, excluded)
 
@@ -282,6 +321,7 @@ def _store_comparison(
     validations: Mapping[str, JudgeValidation],
     data_status: dict[tuple[str, str], str],
     to_settle: dict[tuple[str, str], Any],
+    corrections: dict[tuple[str, str], dict[str, Any]],
 ) -> None:
     """Save the (unsaved) comparison and one record per decision of its report, in one transaction."""
     with transaction.atomic():
@@ -294,6 +334,7 @@ def _store_comparison(
                     validation=validations.get(d.metric),
                     data_status=data_status,
                     to_settle=to_settle,
+                    correction=corrections.get((d.metric, d.slice)),
                 )
                 for d in report.decisions
             ]
@@ -307,6 +348,7 @@ def _decision_record(
     validation: JudgeValidation | None,
     data_status: dict[tuple[str, str], str],
     to_settle: dict[tuple[str, str], Any],
+    correction: dict[str, Any] | None = None,
 ) -> GateDecisionRecord:
     """The record of one decision (unsaved); the judge's validation rides on judge metrics only."""
     return GateDecisionRecord(
@@ -335,6 +377,7 @@ def _decision_record(
         data_status=data_status[(d.metric, d.slice)],
         judge_validation=validation.as_dict() if validation is not None and is_judge_metric(d.metric) else None,
         to_settle=to_settle.get((d.metric, d.slice)),
+        judge_correction=correction,
         created_by=comparison.created_by,
     )
 
@@ -540,56 +583,3 @@ def family_sentence(*, correction: str, family_size: int, confidence: float) -> 
             f"a pass needs every decision to pass"
         )
     return f"no family-wise correction: each of the {family_size} decisions blocks at α = {alpha} alone"
-
-
-def _finite(value: float) -> float | None:
-    return None if value != value else float(value)  # NaN -> None
-
-
-def comparison_as_dict(comparison: Comparison) -> dict[str, Any]:
-    """Every decision of a logged comparison with its interval (the JSON the API and CLI print)."""
-    return {
-        "id": comparison.pk,
-        "base": {"id": comparison.base_id, "name": comparison.base.name},
-        "candidate": {"id": comparison.candidate_id, "name": comparison.candidate.name},
-        "eval_set": comparison.base.version.label,
-        "overall": comparison.overall,
-        "n_paired": comparison.n_paired,
-        "iterations": comparison.iterations,
-        "seed": comparison.seed,
-        "confidence": comparison.confidence,
-        "margins": comparison.margins,
-        "excluded_metrics": comparison.excluded_metrics,
-        "notes": comparison.notes,
-        "judge_policy": comparison.judge_policy,
-        "correction": comparison.correction,
-        "family_size": comparison.family_size,
-        "judge_rates": comparison.judge_rates,
-        "created_at": comparison.created_at.isoformat(),
-        "changed": comparison.changed,
-        "decisions": [
-            {
-                "metric": d.metric,
-                "slice": d.slice,
-                "status": d.status,
-                "mean": d.mean,
-                "low": d.low,
-                "high": d.high,
-                "base_mean": d.base_mean,
-                "cand_mean": d.cand_mean,
-                "margin": d.margin,
-                "n": d.n,
-                "confidence": d.confidence,
-                "p_value": d.p_value,
-                "p_adjusted": d.p_adjusted,
-                "interval_method": d.interval_method,
-                "test_method": d.test_method,
-                "higher_is_better": d.higher_is_better,
-                "message": d.message,
-                "data_status": d.data_status,
-                "judge": d.judge_validation,
-                "to_settle": d.to_settle,
-            }
-            for d in comparison.decisions.all()
-        ],
-    }

@@ -44,6 +44,7 @@ def compare(request: HttpRequest) -> HttpResponse:
                 lower_is_better=data["lower_is_better"],
                 judge_policy=data["judge_policy"] or None,
                 correction=data["correction"] or None,
+                judge_correction=data["judge_correction"] or "none",
             ),
             user=request.user,
         )

@@ -82,6 +82,8 @@ def test_the_json_report_keeps_its_keys(campaign):
         "slice_certificates",
         "failure",
         "stale",
+        "mean_score",
+        "mean_score_note",
     ]
     assert list(report["overall"]) == [
         "n",

@@ -11,6 +11,7 @@ from evalcore.engine.multiplicity import CORRECTIONS
 from ...jobs.kinds import GateParams, request_gate
 from ...models import Comparison
 from ...services.comparisons import comparison_as_dict, family_sentence, headline_decision, reviews_to_settle
+from ...services.judge_correction import JUDGE_CORRECTIONS
 from ...services.judge_fitness import JUDGE_POLICIES
 from ..cli import base_and_candidate, run_job_cli
 
@@ -69,6 +70,14 @@ class Command(BaseCommand):
             help="family-wise correction of 'block' over every metric and slice: holm (Holm's step-down) or none "
             "(each decision alone); default: GATE_CORRECTION, holm",
         )
+        parser.add_argument(
+            "--judge-correction",
+            choices=JUDGE_CORRECTIONS,
+            default="none",
+            help="ppi: decide judge metrics on the prediction-powered difference between the runs where people "
+            "labelled both runs' rows (strata: each run's campaign strata, slice x judge verdict; too few labels: "
+            "the raw judge difference, said so); none (default): the judge's raw difference",
+        )
         parser.add_argument("--json", action="store_true", help="print every decision and its interval as JSON")
 
     def handle(self, *args, **options):
@@ -83,6 +92,7 @@ class Command(BaseCommand):
             lower_is_better=options["lower_is_better"],
             judge_policy=options["judge_policy"],
             correction=options["correction"],
+            judge_correction=options["judge_correction"],
         )
         result = run_job_cli(request_gate, params=params, label="gate", stderr=self.stderr, quiet=options["json"])
         comparison = Comparison.objects.select_related("base__version__eval_set", "candidate").get(
@@ -107,6 +117,18 @@ def _fmt_p(value) -> str:
     if value is None:
         return "—"
     return f"{value:.3f}" if value >= 0.001 else f"{value:.0e}"
+
+
+def _correction_lines(data: dict) -> list[str]:
+    """Which difference decided each judge metric's cells, under a judge correction."""
+    if data.get("judge_correction", "none") == "none":
+        return []
+    lines = [f"judge correction: {data['judge_correction']}"]
+    for d in data["decisions"]:
+        if d.get("judge_correction"):
+            where = "" if d["slice"] == "all" else f" in slice {d['slice']}"
+            lines.append(f"  {d['metric']}{where}: {d['judge_correction']['sentence']}")
+    return lines
 
 
 def render_table(data: dict) -> str:
@@ -135,6 +157,7 @@ def render_table(data: dict) -> str:
     judge = next((d["judge"] for d in data["decisions"] if d.get("judge")), None)
     if judge:
         lines.append(f"judge metrics: {judge['reason']} · judge policy: {data['judge_policy']}")
+    lines += _correction_lines(data)
     reviews = reviews_to_settle(data["decisions"])
     for d in reviews.by_data:
         where = "" if d["slice"] == "all" else f" in slice {d['slice']}"

@@ -24,18 +24,21 @@ from evalcore.services.problems import UserFacingError
 from ..models import Campaign, VerdictSet
 from ..results import Result
 from ..selectors import FinalStatus, judge_verdicts
+from .campaigns import population, stratum_label
 from .certificates import failure_words, measure, ordinal_kappa
 from .exports import HeldoutSpent, Leakage, heldout_spent, leakage
-from .judge_agreement import Agreement, agreement
+from .judge_agreement import Agreement, agreement, human_scores
 from .judge_stats import (
     CoreStats,
     CorrectedPassRate,
     Pair,
+    PredictionPoweredRate,
     core_stats,
     corrected_pass_rate,
     fail_phrases,
     labelled_pairs,
     pct,
+    prediction_powered_rate,
     rollup_to_answers,
     stratum_population,
     unit_word,
@@ -109,6 +112,8 @@ class JudgeReport(Result):
     slice_certificates: dict[str, dict[str, Any]] | None = None  # per slice with enough labels
     failure: str = "unsupported answers"  # the failure class in the campaign's words
     stale: str = ""  # why the certificate no longer counts, in words ("" when it is current)
+    mean_score: PredictionPoweredRate | None = None  # ordinal campaigns: people's mean score on the scale (PPI++)
+    mean_score_note: str = ""  # why there is no mean-score estimate, on an ordinal campaign
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (the API and ``judge_report --json``); ``answers`` only for claim campaigns."""
@@ -253,6 +258,33 @@ def more_labels(stats: CoreStats, strata: dict[str, tuple[int, bool]], *, unit_w
     return f"{now}; {planned.target_sentence} ({about(needed.items - stats.n)} more), at the error rates measured here"
 
 
+def mean_score(
+    campaign: Campaign, pairs: Sequence[Pair], judge_scores: dict[int, float]
+) -> PredictionPoweredRate | str:
+    """People's mean score on an ordinal campaign's scale over its run: the judge's score on the scale of every
+    answer, rectified by people's final scores on the labelled ones, stratum by stratum (PPI++ with the guard).
+
+    Within a verdict stratum the judge's score still varies (a 4 and a 5 both pass), so here the judge is
+    worth more than its strata. The campaign's own run only (a fresh held-out sample's strata are not the run's).
+    """
+    if campaign.parent_id is not None:
+        return "a fresh held-out sample: its items are not a random sample of the run's strata"
+    people = human_scores(campaign)
+    scored = [p for p in pairs if p.item_id in people and p.item_id in judge_scores]
+    rows = [
+        (stratum_label(c.stratum), float(c.judge_score))
+        for c in population(campaign.run, campaign.unit, campaign)
+        if c.judge_score is not None
+    ]
+    found = prediction_powered_rate(
+        scored,
+        rows,
+        scores=([people[p.item_id] for p in scored], [judge_scores[p.item_id] for p in scored]),
+        bounds=(float(campaign.scale_min), float(campaign.scale_max)),
+    )
+    return found
+
+
 def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -> JudgeReport:
     """Build the whole report: of the run's judge, or of an imported verdict set (a new judge config)."""
     word, phrases, failure = unit_word(campaign), fail_phrases(campaign), failure_words(campaign)
@@ -262,6 +294,7 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
     judge = verdict_set.judge_config if verdict_set else campaign.run.judge_config
     scores = judge_scores(campaign) if verdict_set is None else {}
     measured = measure(campaign, pairs, stats, strata=strata, judge_scores=scores)
+    score = mean_score(campaign, pairs, scores) if campaign.ordinal and verdict_set is None else None
     slices = tuple(
         SliceStats(
             name,
@@ -326,4 +359,6 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
         slice_certificates={name: cert.as_dict() for name, cert in measured.slices.items()},
         failure=failure,
         stale=report_staleness(campaign, judge, rests_on=measured.guideline_version) if measured.overall else "",
+        mean_score=score if isinstance(score, PredictionPoweredRate) else None,
+        mean_score_note=f"No prediction-powered mean score: {score}." if isinstance(score, str) else "",
     )

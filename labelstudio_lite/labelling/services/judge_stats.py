@@ -346,20 +346,26 @@ class CorrectedPassRate(Result):
 
 
 def prediction_powered_rate(
-    pairs: Sequence[Pair], judge_rows: Sequence[tuple[str, float]]
+    pairs: Sequence[Pair],
+    judge_rows: Sequence[tuple[str, float]],
+    *,
+    scores: tuple[Sequence[float], Sequence[float]] | None = None,
+    bounds: tuple[float, float] = (0.0, 1.0),
 ) -> PredictionPoweredRate | str:
     """The prediction-powered estimate of people's mean from labelled pairs and the judge's score on every row.
 
     ``judge_rows`` holds (stratum, judge score) for every row of the run the pairs were sampled from
     (for a pass/fail metric, 1 or 0); each stratum's labelled pairs must be a random sample of its rows.
-    Works for any judge metric scored per row; returns why not (a string) when it cannot be computed.
+    ``scores`` gives (people's, the judge's) score of each pair instead of their classes (a mean score on
+    an ordinal scale, whose ``bounds`` clip the interval). Returns why not (a string) when it cannot be computed.
     """
     if not pairs or not judge_rows:
         return "no labelled items"
+    people, judge = scores if scores is not None else ([p.human for p in pairs], [p.judge for p in pairs])
     try:
         r = prediction_powered_mean(
-            labels=[float(p.human) for p in pairs],
-            judge_labelled=[float(p.judge) for p in pairs],
+            labels=[float(v) for v in people],
+            judge_labelled=[float(v) for v in judge],
             judge_rows=[score for _, score in judge_rows],
             labelled_strata=[p.stratum for p in pairs],
             row_strata=[name for name, _ in judge_rows],
@@ -367,7 +373,7 @@ def prediction_powered_rate(
         )
     except ValueError as error:
         return str(error)
-    clip = lambda v: min(1.0, max(0.0, v))  # noqa: E731 - a pass rate's bounds
+    clip = lambda v: min(bounds[1], max(bounds[0], v))  # noqa: E731 - a pass rate's (or the scale's) bounds
     return PredictionPoweredRate(
         estimate=r.estimate,
         low=clip(r.low),

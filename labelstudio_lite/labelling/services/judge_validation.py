@@ -29,6 +29,7 @@ from django.db.models import Max, Q
 from django.urls import reverse
 
 from evalcore.models import JudgeConfig, Run
+from evalcore.services.judge_correction import RunLabels
 from evalcore.services.judge_fitness import (
     DEFAULT_METRIC,
     FIT,
@@ -53,6 +54,7 @@ from .certificates import (
     record,
 )
 from .judge_stats import CoreStats, Pair, core_stats, corrected_pass_rate, labelled_pairs, stratum_population, unit_word
+from .run_labels import run_labels
 
 MIN_ITEMS = 50
 MIN_FAILURES = 10
@@ -405,6 +407,10 @@ class CampaignValidations:
 
     def validations(self, config: JudgeConfig) -> list[JudgeValidation]:
         return judge_config_measurements(config)
+
+    def run_labels(self, config: JudgeConfig, run: Run, metric: str) -> RunLabels | str:
+        """People's labels on the run's rows for the gate's judge correction (see :mod:`.run_labels`)."""
+        return run_labels(config, run, metric)
 
     def certificates(self, config: JudgeConfig) -> list[dict[str, Any]]:
         """The config's stored certificates (every metric it was measured on certified first), newest first."""
