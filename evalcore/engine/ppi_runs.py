@@ -46,7 +46,21 @@ MIN_SHARED = 10
 
 
 def drop_p_value(estimate: float, standard_error: float, *, higher_is_better: bool = True) -> float:
-    """The one-sided p-value of "no drop" for a normal estimate of ``candidate - base``.
+    """Return the one-sided p-value of "no drop" for a normal estimate of ``candidate - base``.
+
+    Parameters
+    ----------
+    estimate : float
+        The estimated difference, candidate minus base.
+    standard_error : float
+        Its standard error (0: the sign of the estimate decides, p 0 or 1).
+    higher_is_better : bool, default True
+        False where a rise is the regression.
+
+    Returns
+    -------
+    float
+        The chance of an estimate at least this far towards "worse" if nothing changed.
 
     Examples
     --------
@@ -61,10 +75,31 @@ def drop_p_value(estimate: float, standard_error: float, *, higher_is_better: bo
 
 
 def gate_evidence(difference: PredictionPowered, *, higher_is_better: bool, changed: int) -> Evidence:
-    """The evidence a gate cell is decided on from a prediction-powered difference (interval method ``"ppi"``).
+    """Return the evidence a gate cell is decided on from a prediction-powered difference (interval ``"ppi"``).
 
-    Its test of "no drop" is the one-sided normal test of :func:`drop_p_value` (method ``"normal"``);
-    ``changed`` is recorded as the cell's paired questions.
+    Parameters
+    ----------
+    difference : PredictionPowered
+        From :func:`prediction_powered_run_difference` (or :func:`.ppi.prediction_powered_difference`).
+    higher_is_better : bool
+        The metric's direction.
+    changed : int
+        Recorded as the test's questions (the cell's compared questions).
+
+    Returns
+    -------
+    Evidence
+        Its interval, and the one-sided normal test of :func:`drop_p_value` (method ``"normal"``), for
+        ``gate_frame(evidence={(metric, slice): ...})``.
+
+    Examples
+    --------
+    >>> d = PredictionPowered(-0.05, -0.09, -0.01, standard_error=0.02, method="ppi++",
+    ...     labels_only=Interval(-0.05, -0.1, 0.0), judge_raw=0.01, labels=400, effective_labels=600.0,
+    ...     weights=(), strata=4, design="population", confidence=0.95)
+    >>> e = gate_evidence(d, higher_is_better=True, changed=1000)
+    >>> e.interval_method, e.test.method, round(e.test.p_value, 4)
+    ('ppi', 'normal', 0.0062)
     """
     p_value = drop_p_value(difference.estimate, difference.standard_error, higher_is_better=higher_is_better)
     return Evidence(

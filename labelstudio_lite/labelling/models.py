@@ -87,6 +87,12 @@ class Campaign(Authored):
         "as it is set at each hand-out.",
     )
     strata = models.JSONField(default=list, blank=True, help_text="Per stratum: available and sampled counts.")
+    allocation = models.CharField(
+        max_length=10,
+        default="floor",
+        help_text="How the tuning items were spread over the strata: floor (the judge's rare verdict gets at least a "
+        "quarter) or neyman (where the judge is least reliable); held-out items are drawn at random either way.",
+    )
     fit_kappa = models.FloatField(default=0.7, help_text="Judge fit to gate needs kappa at least this.")
     fit_miss_rate = models.FloatField(default=0.15, help_text="... and a failure-class miss rate at most this.")
     parent = models.ForeignKey(
@@ -120,6 +126,9 @@ class Campaign(Authored):
                 name="campaign_label_set_valid",
             ),
             models.CheckConstraint(condition=~models.Q(metric=""), name="campaign_metric_named"),
+            models.CheckConstraint(
+                condition=models.Q(allocation__in=["floor", "neyman"]), name="campaign_allocation_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -288,6 +297,12 @@ class Item(models.Model):
         null=True, blank=True, help_text="Ordinal campaigns: the judge's score on the scale. Never sent to annotators."
     )
     sampling_weight = models.FloatField(default=1.0, help_text="Stratum population over stratum sample size.")
+    inclusion_probability = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The chance the item was sampled, its stratum's sample size over its size (null: sampled before "
+        "it was recorded; then 1 / sampling_weight).",
+    )
     position = models.PositiveIntegerField(help_text="Order in which items are handed out.")
     overlap = models.PositiveSmallIntegerField(help_text="Copy of the campaign's overlap, for the constraint.")
     slots_taken = models.PositiveSmallIntegerField(default=0, help_text="Labels (not can't-tell) plus active leases.")

@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from evalcore.engine.allocation import disagreement_spread, neyman_allocation
 from evalcore.engine.sampling import stratified_allocation
 from evalcore.models import Row, Run
 from evalcore.services.judge_fitness import judge_validation
@@ -31,6 +32,11 @@ from .assignment import release_leases_of
 from .label_sets import FAITHFULNESS, LabelSet, LabelSetError, label_set, on_scale
 
 MIN_RECOMMENDED = 200
+#: How a campaign spreads its tuning labels over the strata: the verdict floor (the judge's rare verdict gets at
+#: least a quarter) or Neyman's (where the judge is least reliable, for the corrected estimates).
+ALLOCATIONS = ("floor", "neyman")
+#: Neyman's guesses when none are given: people fail 15 % of what the judge passes and pass 50 % of what it fails.
+DEFAULT_DISAGREEMENT = {True: 0.15, False: 0.5}
 
 
 class CampaignError(UserFacingError):
@@ -153,30 +159,87 @@ class Plan:
         return sum(s["sampled"] for s in self.strata)
 
 
-def _stratified_sample(
-    candidates: list[Candidate], *, size: int, seed: int, heldout_fraction: float
-) -> tuple[list[tuple[Candidate, str, float]], list[dict[str, Any]]]:
-    """Sample by (slice, judge verdict) stratum and split each stratum into held-out and tuning.
+def check_allocation(allocation: str, disagreement: dict[bool, float] | None) -> dict[bool, float]:
+    """Refuse an unknown allocation or a disagreement that is no share; return Neyman's guesses (defaults filled)."""
+    if allocation not in ALLOCATIONS:
+        raise CampaignError(
+            f"allocation must be one of {', '.join(ALLOCATIONS)} (floor: the judge's rare verdict gets at least a "
+            f"quarter of the sample; neyman: labels where the judge is least reliable), got {allocation!r}"
+        )
+    out = {**DEFAULT_DISAGREEMENT, **(disagreement or {})}
+    for verdict, value in out.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+            word = "passed" if verdict else "failed"
+            raise CampaignError(f"the disagreement on answers the judge {word} is a share from 0 to 1, got {value!r}")
+    return out
 
+
+def _allocations(
+    groups: dict[tuple[str, bool], list[Candidate]],
+    size: int,
+    heldout_fraction: float,
+    allocation: str,
+    disagreement: dict[bool, float],
+) -> tuple[dict[tuple[str, bool], int], dict[tuple[str, bool], int]]:
+    """How many held-out and tuning items each stratum gives.
+
+    ``floor``: the verdict-floor allocation of the whole sample, each stratum's share split by the
+    held-out fraction (as campaigns always did). ``neyman``: the held-out split first, by the verdict
+    floor at random within its strata and apart; then the tuning split from the items it left, by
+    Neyman's allocation on the judge's guessed disagreement per verdict.
+    """
+    sizes = {key: len(items) for key, items in groups.items()}
+    if allocation == "floor":
+        whole = stratified_allocation(sizes, size)
+        held = {key: int(round(whole.get(key, 0) * heldout_fraction)) for key in groups}
+        return held, {key: whole.get(key, 0) - held[key] for key in groups}
+    heldout_size = int(round(min(size, sum(sizes.values())) * heldout_fraction))
+    held = stratified_allocation(sizes, heldout_size) if heldout_size else {}
+    held = {key: held.get(key, 0) for key in groups}
+    left = {key: sizes[key] - held[key] for key in groups}
+    budget = max(0, min(size - heldout_size, sum(left.values())))
+    if not budget:
+        return held, {key: 0 for key in groups}
+    spread = {key: disagreement_spread(disagreement[key[1]]) for key in groups}
+    tuning = neyman_allocation(left, budget, spread=spread)
+    return held, {key: tuning.get(key, 0) for key in groups}
+
+
+def _stratified_sample(
+    candidates: list[Candidate],
+    *,
+    size: int,
+    seed: int,
+    heldout_fraction: float,
+    allocation: str = "floor",
+    disagreement: dict[bool, float] | None = None,
+) -> tuple[list[tuple[Candidate, str, float]], list[dict[str, Any]]]:
+    """Sample by (slice, judge verdict) stratum: the held-out split first, at random and apart, then the tuning split.
+
+    How many of each (:func:`_allocations`) depends on ``allocation``; within a stratum the
+    held-out items are the first of a seeded shuffle of its sample, and the union of the two splits is
+    a simple random sample of its items, so each item's inclusion probability is its
+    stratum's ``n_h / N_h`` (recorded), and every estimate weights by it (``N_h / n_h`` per item).
     Returns the chosen items with their split and sampling weight, and a summary row per stratum.
     Deterministic for a seed and the same candidates.
     """
+    disagreement = check_allocation(allocation, disagreement)
     groups: dict[tuple[str, bool], list[Candidate]] = {}
     for candidate in candidates:
         groups.setdefault(candidate.stratum, []).append(candidate)
-    allocation = stratified_allocation({key: len(items) for key, items in groups.items()}, size)
+    held, tuning = _allocations(groups, size, heldout_fraction, allocation, disagreement)
     rng = random.Random(seed)
     chosen: list[tuple[Candidate, str, float]] = []
     strata = []
     for key in sorted(groups, key=lambda k: (k[0], not k[1])):
         members = groups[key]
-        n = allocation.get(key, 0)
+        h, t = held.get(key, 0), tuning.get(key, 0)
+        n = h + t
         picked = rng.sample(members, n) if n < len(members) else list(members)
         rng.shuffle(picked)
-        heldout = int(round(n * heldout_fraction))
         weight = len(members) / n if n else 0.0
         for i, candidate in enumerate(picked):
-            chosen.append((candidate, Item.Split.HELDOUT if i < heldout else Item.Split.TUNING, weight))
+            chosen.append((candidate, Item.Split.HELDOUT if i < h else Item.Split.TUNING, weight))
         strata.append(
             {
                 "stratum": stratum_label(key),
@@ -184,8 +247,10 @@ def _stratified_sample(
                 "judge_supported": key[1],
                 "available": len(members),
                 "sampled": n,
-                "heldout": heldout,
-                "tuning": n - heldout,
+                "heldout": h,
+                "tuning": t,
+                "inclusion_probability": n / len(members) if members else 0.0,
+                "allocation": allocation,
             }
         )
     return chosen, strata
@@ -206,6 +271,7 @@ def _create_items(campaign: Campaign, chosen: list[tuple[Candidate, str, float]]
                 judge_supported=candidate.judge_supported,
                 judge_score=candidate.judge_score,
                 sampling_weight=weight,
+                inclusion_probability=1.0 / weight if weight else None,
                 position=order[i],
                 overlap=campaign.overlap,
             )
@@ -256,13 +322,17 @@ def plan_campaign(
     false_fail_rate: float = DEFAULT_FALSE_FAIL_RATE,
     target: float = DEFAULT_TARGET,
     labels: LabelSet | None = None,
+    allocation: str = "floor",
+    disagreement: dict[bool, float] | None = None,
 ) -> Plan:
     """Return the sample a campaign with these settings takes (the same seed gives the same items), and its plan.
 
     The plan (:func:`evalcore.services.planning.plan_labels`) predicts the judge report's half-widths
     from the run's strata, the assumed judge error rates (the miss rate of the judge's last
     validation unless one is given) and the overlap and held-out fraction; and the items ``target``
-    (a half-width of the miss rate) needs.
+    (a half-width of the miss rate) needs. ``allocation="neyman"`` spreads the tuning items where the
+    judge is least reliable (``disagreement``: people's guessed disagreement with each verdict, True
+    for the answers it passed); the held-out split stays drawn at random and apart.
     """
     if unit not in Campaign.Unit.values:
         raise CampaignError(f"unit must be 'answer' or 'claim', got {unit!r}", field="unit")
@@ -282,7 +352,14 @@ def plan_campaign(
         if labels is not None and (labels.metric != FAITHFULNESS or labels.scale == Campaign.Scale.ORDINAL):
             what = f"answers with a judge score on {labels.metric}"
         raise CampaignError(f"run {run.name!r} has no {what} to label", field="run")
-    chosen, strata = _stratified_sample(candidates, size=size, seed=seed, heldout_fraction=heldout_fraction)
+    chosen, strata = _stratified_sample(
+        candidates,
+        size=size,
+        seed=seed,
+        heldout_fraction=heldout_fraction,
+        allocation=allocation,
+        disagreement=disagreement,
+    )
     warnings = []
     taken = len(chosen)
     if taken < MIN_RECOMMENDED:
@@ -336,12 +413,15 @@ def campaign_create(
     lease_seconds: int | None = None,
     user: Any = None,
     labels: LabelSet | None = None,
+    allocation: str = "floor",
+    disagreement: dict[bool, float] | None = None,
 ) -> Campaign:
     """Create a campaign and its items in one transaction; the sample and splits never change.
 
     ``labels`` is the metric validated and its label set (:func:`.label_sets.label_set`; faithfulness,
     supported / unsupported, by default); ``guidance`` becomes the guideline's version 1.
     ``annotators`` are users or usernames; an unknown username is refused before anything is sampled.
+    ``allocation`` and ``disagreement`` as in :func:`plan_campaign`: each item records its inclusion probability.
     """
     _check_new_name(name)
     annotators = _users(annotators)
@@ -350,7 +430,16 @@ def campaign_create(
             f"overlap is how many different annotators label each item (1 to 20), got {overlap!r}", field="overlap"
         )
     labels = labels or label_set()
-    plan = plan_campaign(run=run, unit=unit, size=size, seed=seed, heldout_fraction=heldout_fraction, labels=labels)
+    plan = plan_campaign(
+        run=run,
+        unit=unit,
+        size=size,
+        seed=seed,
+        heldout_fraction=heldout_fraction,
+        labels=labels,
+        allocation=allocation,
+        disagreement=disagreement,
+    )
     default_question = (
         Campaign.DEFAULT_QUESTIONS[unit]
         if labels.metric == FAITHFULNESS and labels.scale == Campaign.Scale.BINARY
@@ -370,6 +459,7 @@ def campaign_create(
             overlap=overlap,
             lease_seconds=lease_seconds,  # None: LABEL_LEASE_SECONDS, as it is set at each hand-out
             strata=plan.strata,
+            allocation=allocation,
             created_by=user,
         )
         Guideline.objects.create(campaign=campaign, version=1, text=guidance, created_by=user)

@@ -36,6 +36,15 @@ def plan_lines(plan: Plan) -> list[str]:
     return lines
 
 
+def _allocation(options: dict) -> dict:
+    """The allocation and Neyman's guessed disagreement per verdict (True: the answers the judge passed)."""
+    guesses = {True: options["pass_disagreement"], False: options["fail_disagreement"]}
+    return {
+        "allocation": options["allocation"],
+        "disagreement": {verdict: value for verdict, value in guesses.items() if value is not None},
+    }
+
+
 class Command(BaseCommand):
     help = "Create a labelling campaign from a run (a size at or above the run's item count takes every item); --plan only plans it."
 
@@ -58,6 +67,23 @@ class Command(BaseCommand):
         parser.add_argument("--pass-word", help="binary: the pass word (default: the metric's own, e.g. Relevant)")
         parser.add_argument("--fail-word", help="binary: the fail word (default: the metric's own)")
         parser.add_argument("--judge-pass-at", type=float, help="binary on a score: the judge passes at or above it")
+        parser.add_argument(
+            "--allocation",
+            choices=["floor", "neyman"],
+            default="floor",
+            help="how tuning items are spread over slice x verdict: floor (the judge's rare verdict gets at least a "
+            "quarter; default) or neyman (where the judge is least reliable; held-out items stay drawn at random)",
+        )
+        parser.add_argument(
+            "--pass-disagreement",
+            type=float,
+            help="neyman: the share of answers the judge passed that people fail (default 0.15)",
+        )
+        parser.add_argument(
+            "--fail-disagreement",
+            type=float,
+            help="neyman: the share of answers the judge failed that people pass (default 0.5)",
+        )
         parser.add_argument(
             "--plan", action="store_true", help="create nothing: print what the campaign would sample and measure"
         )
@@ -94,6 +120,7 @@ class Command(BaseCommand):
                     heldout_fraction=options["heldout"],
                     overlap=options["overlap"],
                     labels=labels,
+                    **_allocation(options),
                     **plan_assumptions(options),
                 )
             else:
@@ -108,6 +135,7 @@ class Command(BaseCommand):
                     guidance=options["guidance"],
                     annotators=options["annotator"],
                     labels=labels,
+                    **_allocation(options),
                 )
         except UserFacingError as error:
             raise CommandError(str(error)) from None
