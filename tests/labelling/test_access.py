@@ -132,6 +132,15 @@ def endpoints(w: World) -> list[dict[str, Any]]:
             owner=302,
         ),
         dict(
+            m="post",
+            url=reverse("labelling:guideline", args=[name]),
+            data={"text": "access page v2"},
+            anon=LOGIN,
+            outsider=403,
+            annotator=403,
+            owner=302,
+        ),
+        dict(
             m="get",
             url=reverse("labelling:adjudicate", args=[name]),
             anon=LOGIN,
@@ -198,6 +207,17 @@ def endpoints(w: World) -> list[dict[str, Any]]:
         # owner API
         dict(m="get", url="/api/campaigns/", anon=ANON_API, outsider=403, annotator=403, owner=200),
         dict(m="get", url=f"/api/campaigns/{name}/", anon=ANON_API, outsider=403, annotator=403, owner=200),
+        dict(m="post", url="/api/campaigns/", data={}, anon=ANON_API, outsider=403, annotator=403, owner=400),
+        dict(m="get", url=f"/api/campaigns/{name}/guideline/", anon=ANON_API, outsider=403, annotator=403, owner=200),
+        dict(
+            m="post",
+            url=f"/api/campaigns/{name}/guideline/",
+            data={"text": "access v2"},
+            anon=ANON_API,
+            outsider=403,
+            annotator=403,
+            owner=201,
+        ),
         dict(m="post", url=f"/api/campaigns/{name}/labels/", anon=ANON_API, outsider=403, annotator=403, owner=201),
     ]
     return routes

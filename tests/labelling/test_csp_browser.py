@@ -30,6 +30,7 @@ NOT_PAGES = {
     "labelling:answer": "a POST",
     "labelling:preview": "a POST the campaigns page makes on load (it runs here)",
     "labelling:annotators": "a POST",
+    "labelling:guideline": "a POST (the guideline's next version)",
     "labelling:leave": "a POST the labelling page sends when it closes",
     "labelling:report-publish": "a POST recording an export, then a download",
     "accounts:person-access": "a POST",

@@ -11,6 +11,7 @@ from labelstudio_lite.labelling.models import Adjudication, Label
 from labelstudio_lite.labelling.selectors import final_labels
 from labelstudio_lite.labelling.services.adjudication import adjudicate
 from labelstudio_lite.labelling.services.campaigns import campaign_create, campaign_set_annotators
+from labelstudio_lite.labelling.services.exports import label_lines
 from labelstudio_lite.labelling.services.judge_agreement import human_scores
 from labelstudio_lite.labelling.services.label_import import labels_import
 from labelstudio_lite.labelling.services.label_sets import label_set
@@ -55,6 +56,27 @@ def test_an_ordinal_campaign_imports_scores_from_a_score_column_or_the_label(tmp
     assert labels_import(campaign=relevance, path=lines).created == 1
     assert Label.objects.get(external_annotator="ext-ben").score == 3
     assert labels_import(campaign=relevance, path=lines).unchanged == 1  # the same file again: nothing new
+
+
+def test_an_ordinal_export_imports_back_with_its_scores(tmp_path, small_run, relevance, owner, annotator):
+    campaign_set_annotators(campaign=relevance, users=[annotator])
+    factories.label_items(campaign=relevance, user=annotator, value=lambda item: str(1 + item.position % 5))
+    exported = tmp_path / "export.jsonl"
+    exported.write_text("".join(label_lines(relevance, "jsonl")), encoding="utf-8")
+    copy = campaign_create(
+        run=small_run,
+        name="rel-copy",
+        unit="answer",
+        size=100,
+        heldout_fraction=0.0,
+        user=owner,
+        labels=label_set(metric="answer_relevance", scale="ordinal", scale_min=1, scale_max=5, fail_at=2),
+    )
+    assert labels_import(campaign=copy, path=exported).created == relevance.items.count()
+    scores = lambda c: sorted(  # noqa: E731
+        Label.objects.filter(item__campaign=c).values_list("item__row__question__qid", "score", "value")
+    )
+    assert scores(copy) == scores(relevance) and {s for _, s, _ in scores(copy)} == {1, 2, 3, 4, 5}
 
 
 def test_a_score_off_the_scale_names_the_file_line_and_field_and_nothing_is_written(tmp_path, relevance):

@@ -28,8 +28,8 @@ ANSWER_PAGE_PLAIN = (
 ANSWER_API = 12  # +1: the guideline version the label records; before the restructure: 13 (the same)
 LABEL_PAGE = 7  # the page itself claims nothing; it reads the latest label (what Z opens first)
 NEXT_ITEM_PAGE = 20  # +1: the guideline shown with the items; the three items the loaded page asks for with a POST (three claims; one claim was 13)
-JUDGE_REPORT_PAGE = 18  # +2: the labels' guideline versions and every annotator's labels (ceiling, alt test), +1 the latest bias battery; 13, and two for the try-a-tuned-prompt form (the runnable configs, the tuning exports)
-JUDGE_REPORT_API = 13  # +2: the labels' guideline versions and every annotator's labels (ceiling, alt test); before the restructure: 12  (the same)
+JUDGE_REPORT_PAGE = 20  # +2: the certificate's staleness (the guideline shown now, the newest campaign of the judge on the metric); +2: the labels' guideline versions and every annotator's labels (ceiling, alt test), +1 the latest bias battery; 13, and two for the try-a-tuned-prompt form (the runnable configs, the tuning exports)
+JUDGE_REPORT_API = 15  # +2: the certificate's staleness; +2: the labels' guideline versions and every annotator's labels (ceiling, alt test); before the restructure: 12  (the same)
 
 
 @pytest.fixture

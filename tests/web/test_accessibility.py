@@ -97,6 +97,7 @@ NOT_PAGES = {
     "labelling:leave": "the labelling page's own POST when it closes",
     "labelling:preview": "a POST returning the strata preview fragment",
     "labelling:annotators": "a POST",
+    "labelling:guideline": "a POST (the guideline's next version)",
     "labelling:export": "a POST recording an export, then a download",
     "labelling:report-publish": "a POST recording an export, then a download (a self-contained page checked in test_published_report)",
     "labelling:export-create": "a POST recording an export",

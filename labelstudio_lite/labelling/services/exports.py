@@ -43,6 +43,7 @@ LABEL_FIELDS = [
     "split",
     "stratum",
     "label",
+    "score",  # ordinal campaigns: the score on the scale (its class is "label"); what the import reads back
     "annotator",
     "external",
     "rationale",
@@ -130,6 +131,7 @@ def label_rows(campaign: Campaign) -> Iterator[dict[str, Any]]:
             "split": label.item.split,
             "stratum": label.item.stratum,
             "label": label.value,
+            "score": label.score,
             "annotator": label.annotator.username if label.annotator_id else label.external_annotator,
             "external": not label.annotator_id,
             "rationale": label.rationale,

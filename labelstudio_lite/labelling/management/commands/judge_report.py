@@ -46,6 +46,11 @@ class Command(BaseCommand):
             f"{o.n} labelled {report.unit_word}"
         )
         self.stdout.write(report.verdict.line)
+        if report.certificate:
+            certificate = report.certificate
+            self.stdout.write(f"certificate: {certificate['state']}: {'; '.join(certificate['reasons'])}")
+            if report.stale:
+                self.stdout.write(f"stale: {report.stale}")
         for warning in report.warnings:
             self.stdout.write(f"warning: {warning}")
         if report.more_labels:
