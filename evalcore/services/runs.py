@@ -44,6 +44,7 @@ from .run_options import (
 )
 from .run_questions import LOOKUP_BATCH, QuestionIndex, question_alike
 from .run_rows import normalize_row, reached
+from .run_rows_fast import plain_limits, plain_row, plain_rows_enabled
 from .score_tables import ScoreTableWriter
 from .scoring import QuestionInfo, score_rows
 from .summaries import order_metrics, slice_name, summarize_columns
@@ -129,7 +130,7 @@ def _validated_rows(
         records = _known_topics(records, index, skipped if skipped is not None else [])
     check = _row_checker(version, chunk_map, k)
     first_lines = index.first_lines()
-    for normalized in in_batches(_normalized(records, fmt, index), min(BATCH, LOOKUP_BATCH)):
+    for normalized in in_batches(_normalized(records, fmt, index), BATCH):
         infos = index.lookup(row["qid"] for _, row, _ in normalized if row is not None)
         for line, row, error in normalized:
             if problems.full:
@@ -164,7 +165,13 @@ def _normalized(
 ) -> Iterator[tuple[int, dict[str, Any] | None, FieldError | None]]:
     """Each record as ``(line, row, None)``, or ``(line, None, error)`` when it is refused (the record itself is
     not kept: a batch of rows waiting for its questions holds the rows only)."""
+    fast = plain_rows_enabled(fmt)
+    field_chars, max_claims = plain_limits()
     for record in records:
+        row = plain_row(record.data, field_chars, max_claims) if fast else None
+        if row is not None:
+            yield record.line, row, None
+            continue
         try:
             yield record.line, normalize_row(record.data, fmt=fmt, text_index=index.by_text), None
         except FieldError as error:
