@@ -13,6 +13,7 @@ and round trip, median and p95. The target: p95 under 300 ms.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -38,7 +39,8 @@ def labelling_under_import(
     """Run the annotators while ``rows_file`` is imported; return the import's time and the latencies."""
     workdir = folder / "labelling"
     workdir.mkdir(parents=True, exist_ok=True)
-    env = lab.project_env(lab.Database("postgres", db_url), workdir)
+    # the command honours the upload limit (512 MiB by default): a 1,000,000-row file is about 1.1 GB
+    env = lab.project_env(lab.Database("postgres", db_url), workdir, UPLOAD_MAX_BYTES=str(8 * 2**30))
     setup = lab.internal_call("prepare", {"annotators": annotators, "items": items, "solo_items": 5}, env, workdir)
     camp = {key: info["name"] for key, info in setup["campaigns"].items()}
     crowd = [(name, setup["tokens"][name]) for name in setup["annotators"]]
@@ -50,8 +52,9 @@ def labelling_under_import(
             warm.request(None, "GET", "/accounts/login/")
         warm.close()
         started = time.monotonic()
+        timer = ["/usr/bin/time", "-f", "peak-rss-kib %M"] if Path("/usr/bin/time").exists() else []
         importer = subprocess.Popen(
-            [sys.executable, "manage.py", "import_run", "--evalset", "scale", "--name", "under-labelling"]
+            [*timer, sys.executable, "manage.py", "import_run", "--evalset", "scale", "--name", "under-labelling"]
             + ["--k", "5", "--quiet", str(rows_file)],
             cwd=lab.ROOT,
             env=env,
@@ -73,10 +76,12 @@ def labelling_under_import(
         log.close()
     if importer.returncode != 0:
         raise SystemExit(f"the import under labelling failed: {(workdir / 'import.log').read_text()[-2000:]}")
+    peak = re.search(r"peak-rss-kib (\d+)", (workdir / "import.log").read_text())
     samples = [s for flow in flows for s in flow.tally.samples if started <= s.at <= ended]
     errors = [error for flow in flows for error in flow.tally.errors]
     out: dict[str, Any] = {
         "import_s": ended - started,
+        "import_peak": int(peak.group(1)) * 1024 if peak else None,  # the command's whole process, Django included
         "rows": rows,
         "annotators": annotators,
         "labels": sum(flow.tally.labelled for flow in flows),
@@ -95,6 +100,8 @@ def report_labelling(result: dict[str, Any], check: Any) -> None:
         f"({result['import_s']:.0f} s by the command, {result['rows'] / result['import_s']:,.0f} rows/s; "
         f"{result['labels']} labels)"
     )
+    if result.get("import_peak"):
+        print(f"  the command's peak resident memory: {result['import_peak'] / 2**20:,.0f} MB (/usr/bin/time)")
     for endpoint in ("next", "submit"):
         figures = result[endpoint]
         print(
