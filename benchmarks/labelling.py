@@ -344,6 +344,7 @@ class Sample:
     cpu_ms: float | None = None
     db_ms: float | None = None
     queries: int | None = None
+    at: float = field(default_factory=time.monotonic)  # when the answer came (monotonic clock)
 
 
 @dataclass

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 import orjson
-from django.db.models import Count, Max, Min, TextField
-from django.db.models.functions import Cast
+from django.db import connection
+from django.db.models import Count, Max, Min
 
 from ..models import EvalSetVersion, Question
 from .scoring import QuestionInfo
@@ -44,14 +44,37 @@ class QuestionIndex:
         return cls(version, per_slice, (span["low"] or 0, span["high"] or 0), sum(per_slice.values()))
 
     def lookup(self, qids: Iterable[str]) -> dict[str, QuestionInfo]:
-        """The questions of these ids (unknown ones are absent), in one query per 900 ids."""
-        found: dict[str, QuestionInfo] = {}
+        """The questions of these ids (unknown ones are absent): one query on PostgreSQL (``qid = ANY(...)``, a
+        single parameter), one per 900 ids on SQLite. Plain SQL: the ORM's compiling of 900 parameters a query
+        and its building of each result cost more than the database's answer (profiled on a 100,000-row run)."""
         wanted = list(dict.fromkeys(qids))
-        for start in range(0, len(wanted), LOOKUP_BATCH):
-            values = Question.objects.filter(version=self.version, qid__in=wanted[start : start + LOOKUP_BATCH])
-            values = values.order_by().annotate(gold_text=Cast("gold", TextField()))
-            for pk, qid, qtype, answerable, gold in values.values_list("pk", "qid", "qtype", "answerable", "gold_text"):
-                found[qid] = QuestionInfo(pk, qid, qtype, answerable, orjson.loads(gold))  # as text: orjson parses it
+        if not wanted:
+            return {}
+        table = connection.ops.quote_name(Question._meta.db_table)
+        found: dict[str, QuestionInfo] = {}
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    f"SELECT id, qid, qtype, answerable, gold::text FROM {table} WHERE version_id = %s AND qid = ANY(%s)",
+                    [self.version.pk, wanted],
+                )
+                answers = [cursor.fetchall()]
+            else:
+                answers = []
+                for start in range(0, len(wanted), LOOKUP_BATCH):
+                    part = wanted[start : start + LOOKUP_BATCH]
+                    marks = ", ".join(["%s"] * len(part))
+                    cursor.execute(
+                        f"SELECT id, qid, qtype, answerable, gold FROM {table} WHERE version_id = %s AND qid IN ({marks})",
+                        [self.version.pk, *part],
+                    )
+                    answers.append(cursor.fetchall())
+        loads = orjson.loads
+        for answer in answers:
+            for pk, qid, qtype, answerable, gold in answer:
+                found[qid] = QuestionInfo(
+                    pk, qid, qtype, bool(answerable), loads(gold)
+                )  # gold as text: orjson reads it
         return found
 
     @property

@@ -8,25 +8,19 @@ under the same name creates nothing and says so; the same name with different co
 
 from __future__ import annotations
 
-import mmap
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pyarrow.parquet as pq
-
 from evalcore.engine import ChunkMap
 
-from ..models import EvalSetVersion, Row, Run, RunChunk, RunScoreTable
+from ..models import EvalSetVersion, Row, Run, RunChunk
 from .fields import FieldError, nfc
 from .importing import (
     Progress,
-    allocate_ids,
     create_once,
     in_batches,
-    insert_values,
     no_progress,
     refresh_statistics,
 )
@@ -44,26 +38,13 @@ from .run_options import (
 )
 from .run_questions import LOOKUP_BATCH, QuestionIndex, question_alike
 from .run_rows import normalize_row, reached
-from .score_tables import ScoreTableWriter
-from .scoring import QuestionInfo, score_rows
-from .summaries import order_metrics, slice_name, summarize_columns
+from .run_rows_fast import plain_limits, plain_row, plain_rows_enabled
+from .run_store import store_rows
+from .scoring import QuestionInfo
 from .tool_formats import tool_records
 from .trec import read_import
 
 BATCH = 2000
-#: The columns :func:`store_rows` writes, in the order of its value tuples.
-ROW_FIELDS = (
-    "run",
-    "question",
-    "retrieved",
-    "context_ids",
-    "context",
-    "answer",
-    "declined",
-    "claims",
-    "scores",
-    "metadata",
-)
 
 
 @dataclass(frozen=True)
@@ -129,7 +110,7 @@ def _validated_rows(
         records = _known_topics(records, index, skipped if skipped is not None else [])
     check = _row_checker(version, chunk_map, k)
     first_lines = index.first_lines()
-    for normalized in in_batches(_normalized(records, fmt, index), min(BATCH, LOOKUP_BATCH)):
+    for normalized in in_batches(_normalized(records, fmt, index), BATCH):
         infos = index.lookup(row["qid"] for _, row, _ in normalized if row is not None)
         for line, row, error in normalized:
             if problems.full:
@@ -164,7 +145,13 @@ def _normalized(
 ) -> Iterator[tuple[int, dict[str, Any] | None, FieldError | None]]:
     """Each record as ``(line, row, None)``, or ``(line, None, error)`` when it is refused (the record itself is
     not kept: a batch of rows waiting for its questions holds the rows only)."""
+    fast = plain_rows_enabled(fmt)
+    field_chars, max_claims = plain_limits()
     for record in records:
+        row = plain_row(record.data, field_chars, max_claims) if fast else None
+        if row is not None:
+            yield record.line, row, None
+            continue
         try:
             yield record.line, normalize_row(record.data, fmt=fmt, text_index=index.by_text), None
         except FieldError as error:
@@ -388,6 +375,7 @@ def run_import_write(
         _until_a_problem(rows, second),
         index,
         chunk_map=chunk_map,
+        batch_size=BATCH,
         cutoffs=plan.options.cutoffs,
         progress=(lambda written: progress(written, total, "checking, scoring and writing"))
         if single_pass
@@ -414,124 +402,6 @@ def _until_a_problem(rows: Iterable[dict[str, Any]], problems: ProblemCollector)
             yield row
 
 
-def store_rows(
-    run: Run,
-    rows: Iterable[dict[str, Any]],
-    index: QuestionIndex,
-    *,
-    chunk_map: ChunkMap | None,
-    progress: Callable[[int], None] = lambda written: None,
-    cutoffs: list[int] | None = None,
-) -> None:
-    """Score rows (as :func:`~.run_rows.normalize_row` gives them) in batches, write them, then the run's count,
-    score table and summary.
-
-    Memory holds one batch: rows go to the database (``COPY`` on PostgreSQL, see
-    :func:`~.importing.insert_values`) and their scores to the score table's temporary file as each batch is
-    done; the summary is then computed from that table a column at a time.
-    """
-    table = ScoreTableWriter()
-    try:
-        gold_counts = {"unanswerable": 0, "no_gold": 0, "no_relevant_gold": 0}
-        written = 0
-        last_pk = 0
-        for batch in in_batches(rows, BATCH):
-            known = {row["qid"]: row["_question"] for row in batch if "_question" in row}
-            missing = [row["qid"] for row in batch if row["qid"] not in known]
-            if missing:
-                known.update(index.lookup(missing))
-            infos = [known[row["qid"]] for row in batch]
-            computed = score_rows(batch, infos, k=run.k, gain=run.gain, chunk_map=chunk_map, cutoffs=cutoffs or ())
-            values = []
-            merged_scores = []
-            for row, info, scores in zip(batch, infos, computed):
-                merged, metadata = _merge_scores(row, scores)
-                values.append(
-                    (
-                        run.pk,
-                        info.pk,
-                        row["retrieved"],
-                        row["context_ids"] or [],
-                        row["context"],
-                        row["answer"],
-                        row["declined"],
-                        row["claims"],
-                        merged,
-                        metadata,
-                    )
-                )
-                merged_scores.append(merged)
-                kind = gold_kind(info)
-                gold_counts[kind] = gold_counts.get(kind, 0) + 1
-            allocated = allocate_ids(Row, len(values))
-            if allocated is None:
-                written += insert_values(Row, ROW_FIELDS, values)
-                row_ids, last_pk = _new_row_ids(run, after=last_pk, expected=[info.pk for info in infos])
-            else:
-                written += insert_values(Row, ("id", *ROW_FIELDS), [(pk, *v) for pk, v in zip(allocated, values)])
-                row_ids = allocated
-            table.add(
-                questions=[info.pk for info in infos],
-                rows=row_ids,
-                qids=[info.qid for info in infos],
-                types=[slice_name(info.qtype) for info in infos],
-                scores=merged_scores,
-            )
-            progress(written)
-        run.row_count = written
-        stored = table.write_parquet()
-        run.summary = {
-            **table_summary(stored, k=run.k, metrics=table.metrics, questions_per_slice=index.per_slice),
-            "retrieval_gold": {kind: n for kind, n in gold_counts.items() if kind != "relevant"},
-            **({"cutoffs": sorted({run.k, *cutoffs})} if cutoffs else {}),
-        }
-        with stored.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            RunScoreTable.objects.create(run=run, row_count=written, data=data)  # the file's pages, not a copy
-    finally:
-        table.close()
-    run.save(update_fields=["row_count", "summary"])
-
-
-def _new_row_ids(run: Run, *, after: int, expected: list[int]) -> tuple[list[int], int]:
-    """The ids of the rows just written on SQLite (ids above ``after``: this transaction alone writes the run's rows,
-    and ids only grow; the run's index holds them in id order, so this is a range read), in the order of
-    ``expected`` (their questions' ids); and the highest of them."""
-    written = dict(Row.objects.filter(run=run, pk__gt=after).order_by().values_list("question_id", "pk"))
-    if len(written) != len(expected) or any(pk not in written for pk in expected):
-        raise ValueError(f"the rows written for run {run.name} do not match the batch")
-    return [written[pk] for pk in expected], max(written.values(), default=after)
-
-
-def table_summary(path: Path, *, k: int, metrics: list[str], questions_per_slice: dict[str, int]) -> dict[str, Any]:
-    """The run's summary (means and intervals per slice) from its score table, read one metric at a time."""
-    parquet = pq.ParquetFile(path)
-    ordered = order_metrics(set(metrics), k)
-    types = parquet.read(columns=["type"]).column("type").combine_chunks().dictionary_encode()
-    names = [str(name) for name in types.dictionary.to_pylist()]
-    order = np.argsort(np.array(names, dtype=object)) if names else np.array([], dtype=np.int64)
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[order] = np.arange(len(names))
-    codes = rank[types.indices.to_numpy(zero_copy_only=False)] if names else np.array([], dtype=np.int64)
-
-    def column(metric: str) -> np.ndarray:
-        return parquet.read(columns=[metric]).column(metric).to_numpy(zero_copy_only=False).astype(float)
-
-    return summarize_columns(
-        codes, [names[i] for i in order], column, metrics=ordered, questions_per_slice=questions_per_slice
-    )
-
-
-def gold_kind(question: QuestionInfo) -> str:
-    """How a question's gold lets retrieval be scored (see the engine's conventions)."""
-    if not question.answerable:
-        return "unanswerable"  # NaN, scored on abstention
-    if not question.gold:
-        return "no_gold"  # NaN: nothing to score retrieval against
-    if not any(float(entry["grade"]) > 0 for entry in question.gold):
-        return "no_relevant_gold"  # judged, nothing relevant: 0, kept in the means
-    return "relevant"
-
-
 def gold_note(summary: dict[str, Any]) -> str:
     """The questions whose retrieval scores are not an ordinary hit count, in words (empty when none)."""
     counts = summary.get("retrieval_gold") or {}
@@ -543,29 +413,3 @@ def gold_note(summary: dict[str, Any]) -> str:
     if counts.get("unanswerable"):
         parts.append(f"{counts['unanswerable']} unanswerable are scored on abstention instead")
     return (" Of its questions, " + "; ".join(parts) + ".") if parts else ""
-
-
-def _merge_scores(
-    row: dict[str, Any], computed: dict[str, float | None]
-) -> tuple[dict[str, float | None], dict[str, Any]]:
-    """Merge computed and imported scores; computed retrieval metrics and claim-level faithfulness win."""
-    metadata = dict(row["metadata"])
-    if row.get("context_chunks"):
-        metadata["context_chunks"] = row["context_chunks"]
-    merged = dict(row["scores"])
-    overridden = {}
-    for name, value in computed.items():
-        if (
-            name == "faithfulness"
-            and value is None
-            and merged.get("faithfulness") is not None
-            and not row["claims"]
-            and not row["declined"]
-        ):
-            continue  # a judge score imported without its claims is kept as imported
-        if name in merged and merged[name] != value:
-            overridden[name] = merged[name]
-        merged[name] = value
-    if overridden:
-        metadata["imported_scores"] = overridden
-    return merged, metadata

@@ -1,7 +1,7 @@
 """A run's scores kept as columns (Parquet) beside its rows, so that a gate reads them without decoding JSON.
 
 Written once, in the import's transaction, by :class:`ScoreTableWriter` from the scores
-:func:`~.runs.store_rows` has already computed, a batch at a time: each batch goes to a temporary
+:func:`~.run_store.store_rows` has already computed, a batch at a time: each batch goes to a temporary
 file, so the import's memory does not grow with the run (only the finished table, compressed, is
 held to be stored). Read by :func:`evalcore.selectors.run_rows_frame`. The table holds, per row, the
 question's id, the row's id, the question's ``qid`` and slice (``type``) and one float column per metric (NaN where the
@@ -11,6 +11,7 @@ question ids (tables written before kept that order on disk).
 
 from __future__ import annotations
 
+import binascii
 import io
 import tempfile
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from django.db import connection
 
 from ..models import Run, RunScoreTable
 
@@ -100,6 +102,42 @@ class ScoreTableWriter:
 
     def close(self) -> None:
         self._folder.cleanup()
+
+
+#: How much of a score table's file is read at a time when it is stored.
+STORE_BLOCK = 1 << 20
+
+
+def store_score_table(run: Run, path: Path, *, row_count: int) -> None:
+    """Store the run's score table from its file, streamed: the import's memory holds a block of it, not the table
+    (at a million rows the table and the copies the database driver made of it were the import's peak).
+
+    PostgreSQL takes the row by ``COPY`` (the column in ``bytea``'s hex form, a block at a time); SQLite by an
+    ``INSERT`` of a zero-filled blob of the file's size, then written through its incremental blob I/O.
+    """
+    meta = RunScoreTable._meta
+    quote = connection.ops.quote_name
+    table = quote(meta.db_table)
+    columns = [quote(meta.get_field(name).column) for name in ("run", "row_count", "data")]
+    size = path.stat().st_size
+    with path.open("rb") as source, connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                copy.write(b"%d\t%d\t\\\\x" % (run.pk, row_count))
+                for block in iter(lambda: source.read(STORE_BLOCK), b""):
+                    copy.write(binascii.hexlify(block))
+                copy.write(b"\n")
+            return
+        if connection.vendor != "sqlite":
+            RunScoreTable.objects.create(run=run, row_count=row_count, data=source.read())
+            return
+        cursor.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES (%s, %s, zeroblob(%s))", [run.pk, row_count, size]
+        )
+        rowid = cursor.lastrowid
+        with connection.connection.blobopen(meta.db_table, columns[2].strip('"'), rowid, readonly=False) as blob:
+            for block in iter(lambda: source.read(STORE_BLOCK), b""):
+                blob.write(block)
 
 
 def score_table_read(run: Run, *, metrics: Sequence[str], row_ids: bool) -> pd.DataFrame | None:

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -37,8 +36,9 @@ def is_judge_metric(name: str) -> bool:
     return not is_retrieval_metric(name) and name != ABSTENTION
 
 
-@dataclass(frozen=True)
-class QuestionInfo:
+class QuestionInfo(NamedTuple):
+    """What scoring a row needs of its question (a tuple: an import builds one a row, the fewer steps the better)."""
+
     pk: int
     qid: str
     qtype: str

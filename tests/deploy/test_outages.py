@@ -5,8 +5,8 @@ servers of the test's own on spare ports (never the machine's shared ones), as m
   false "killed or crashed"), the worker lives on and runs the next import once Redis is back;
 * a worker started while PostgreSQL is down (for 60 s) takes a job's task: the job runs once the database is
   back (it used to stay "queued" for good, with ``sent_at`` set);
-* PostgreSQL stopped for 10 s under a running import: the job ends failed with the true reason (the database
-  became unavailable), the worker lives on and runs the next import.
+* PostgreSQL stopped for 10 s, and in a test of its own for 60 s, under a running import: the job ends failed with
+  the true reason (the database became unavailable), the worker lives on and runs the next import.
 """
 
 from __future__ import annotations
@@ -157,27 +157,64 @@ def test_a_worker_started_while_postgres_is_down_runs_the_job_once_it_is_back_an
         assert job("during")[0] == "succeeded", (job("during"), logs())
         cli_result(cli, 60, logs)  # the command waited for the database, then followed the job to its end
 
-        # 2. the database goes away under a running import: the job ends failed, and says why
-        cli = cli_import(deployment, host, "cut", big)
-        until(lambda: job("cut")[0] == "running", 60, lambda: f"the import to run\n{logs()}")
-        time.sleep(1)
-        database.stop()
-        time.sleep(10)
-        database.start()
-        cli.process.wait(timeout=120)
-        status, error, _ = job("cut")
-        assert status == "failed" and error.startswith("The database became unavailable while this job ran"), (
-            status,
-            error,
-            logs(),
-        )
-        assert "killed or crashed" not in error and "start it again" in error
-        assert database.query("SELECT count(*) FROM evalcore_evalset WHERE name = 'cut'") == [(0,)]
+        # 2. the database goes away for 10 s under a running import: the job ends failed, and says why; 3. the worker
+        # lives on and runs the next import (60 s: test_postgres_down_for_60_s_under_a_running_import)
+        outage_under_a_running_import(deployment, database, host, worker, big, small, seconds=10, logs=logs)
+    finally:
+        deployment.stop()
+        remove_postgres(database)
 
-        # 3. the worker lives on and runs the next import
-        assert worker.alive(), logs()
-        cli_result(cli_import(deployment, host, "after", small), 90, logs)
-        assert job("after")[0] == "succeeded", logs()
+
+def outage_under_a_running_import(
+    deployment: Deployment, database, host: dict[str, str], worker: Proc, big: str, small: str, *, seconds: float, logs
+) -> None:
+    """PostgreSQL stops for ``seconds`` under a running import: the job ends failed with the true reason (nothing of
+    the import kept), the command that followed it ends, and the worker lives on and runs the next import."""
+
+    def job(name: str) -> tuple[str, str]:
+        rows = database.query("SELECT status, error FROM evalcore_job WHERE params->>'name' = %s", name)
+        return rows[0] if rows else ("", "")
+
+    cut, after = f"cut-{seconds:g}", f"after-{seconds:g}"
+    cli = cli_import(deployment, host, cut, big)
+    until(lambda: job(cut)[0] == "running", 60, lambda: f"the import to run\n{logs()}")
+    time.sleep(1)
+    database.stop()
+    time.sleep(seconds)
+    database.start()
+    cli.process.wait(timeout=120 + seconds)
+    status, error = job(cut)
+    assert status == "failed" and error.startswith("The database became unavailable while this job ran"), (
+        status,
+        error,
+        logs(),
+    )
+    assert "killed or crashed" not in error and "start it again" in error
+    assert database.query("SELECT count(*) FROM evalcore_evalset WHERE name = %s", cut) == [(0,)]
+    assert worker.alive(), logs()
+    cli_result(cli_import(deployment, host, after, small), 90 + seconds, logs)
+    assert job(after)[0] == "succeeded", logs()
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.slow
+def test_postgres_down_for_60_s_under_a_running_import_fails_the_job_with_the_true_reason(tmp_path):
+    """As step 2 of the test above, with the database away for 60 s (the outage the issue asks workers to survive)."""
+    big, small = write_files(tmp_path)
+    redis = redis_server(tmp_path, "redis")
+    env = base_env(redis.port)
+    database = postgres_server(env)
+    env["DATABASE_URL"] = database.url
+    deployment = Deployment(tmp_path, env, [redis])
+    host = deployment.host_env("worker")
+
+    def logs() -> str:
+        return deployment.logs() + "\n--- postgres ---\n" + database.log.read_text(errors="replace")[-1500:]
+
+    try:
+        worker = deployment.worker("worker")
+        outage_under_a_running_import(deployment, database, host, worker, big, small, seconds=OUTAGE, logs=logs)
     finally:
         deployment.stop()
         remove_postgres(database)

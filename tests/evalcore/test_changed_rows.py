@@ -5,8 +5,6 @@ either way (later pages ordered from the score tables, flat in depth)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 from django.urls import reverse
 
@@ -163,9 +161,7 @@ def test_a_page_is_read_only_when_it_is_used(comparison, django_assert_num_queri
 
 def test_runs_without_score_tables_are_listed_by_the_database(tmp_path, owner, monkeypatch):
     # as runs imported before score tables were kept: the import writes none
-    monkeypatch.setattr(
-        "evalcore.services.runs.RunScoreTable", SimpleNamespace(objects=SimpleNamespace(create=lambda **kw: None))
-    )
+    monkeypatch.setattr("evalcore.services.run_store.store_score_table", lambda run, path, *, row_count: None)
     untabled = make_comparison(tmp_path, owner)
     changes = changed_rows_list(untabled, "faithfulness")
     assert changes.order() is None  # no table: sorted in the database, paged the same way

@@ -372,7 +372,7 @@ def test_a_failure_halfway_through_writing_questions_leaves_nothing_behind(db, t
 
 
 def test_a_failure_halfway_through_writing_rows_leaves_nothing_behind(db, tmp_path, monkeypatch):
-    import evalcore.services.runs as runs_service
+    import evalcore.services.run_store as runs_service
 
     questions = [{"id": f"q{i}", "question": f"Question {i}?", "gold": [{"doc": f"d{i}"}]} for i in range(4500)]
     evalset_import(path=write_jsonl(tmp_path / "qs.jsonl", questions), name="big")
