@@ -148,7 +148,12 @@ def main(argv: list[str]) -> int:
         shutil.rmtree("mutants")
     print(f"Mutating {', '.join(modules)}; their mutants run {', '.join(test_files(modules))}", flush=True)
     configure(modules)
+    import mutmut.__main__ as mutmut_main
     from mutmut.__main__ import cli
+
+    from .runner import get_mutant_runner
+
+    mutmut_main.get_mutant_runner = get_mutant_runner  # one pytest session for every mutant (mutation/runner.py)
 
     children = os.environ.get("LSL_MUTATE_PROCESSES", str(os.cpu_count() or 1))
     started = time.monotonic()
