@@ -22,6 +22,12 @@ _IRFFT = "pmf = np.fft.irfft(magnitude * phase, n)[:size]"
 _BITS = "bits = np.unpackbits(rng.integers(0, 256, size=(size, (k + 7) // 8), dtype=np.uint8), axis=1, count=k)"
 _ROWS = "rows = min(256, cap)  # small first: a harmless cell meets STOP_AFTER extreme patterns within a few hundred"
 _SE_TABLE = "table = np.asarray(table, dtype=np.float64)"
+_ORDER = 'return p, np.full(p.shape, np.nan), tested[np.argsort(p[tested], kind="stable")]'
+_TIES = (
+    "the sort's kind only orders tied p-values among themselves, and tied p-values get the same adjusted "
+    "value whichever comes first (Holm's running maximum and Benjamini-Yekutieli's running minimum carry "
+    "the larger, resp. smaller, step over the tie; test_tied_p_values_get_one_adjusted_value_in_any_order)"
+)
 
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     # ---- paired_tests: the exact lattice distribution (both of its branches are exact) ----
@@ -175,6 +181,12 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         'cand_values = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=float)',
         'cand_values = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=None)',
     ): "as above, for the candidate",
+    # ---- multiplicity ----
+    ("multiplicity.py", "_family", _ORDER, _ORDER.replace('kind="stable"', "kind=None")): _TIES,
+    ("multiplicity.py", "_family", _ORDER, _ORDER.replace(', kind="stable"', ", ")): _TIES,
+    ("multiplicity.py", "_family", _ORDER, _ORDER.replace('"stable"', '"STABLE"')): (
+        "numpy reads the sort's kind without regard to case: the same stable sort"
+    ),
     # ---- release_gate ----
     ("release_gate.py", "gate_frame", "threads=threads,", "threads=None,"): (
         "threads only spreads the bootstraps over cores; every interval is the same with any number "

@@ -203,3 +203,52 @@ def test_a_clearly_worse_judge_rarely_passes_by_simulation():
 @pytest.mark.slow
 def test_a_clearly_worse_judge_rarely_passes_slow():
     assert _false_pass_rate(sims=500, seed=36, epsilon=0.1) <= 0.02
+
+
+def test_as_dict_is_every_field_under_its_name_with_nan_as_none():
+    from evalcore.engine.alt_test import AltTestResult, AnnotatorComparison
+
+    result = AltTestResult(
+        comparisons=(
+            AnnotatorComparison(7, 40, 0.9, 0.6, 0.001, 0.004, True),
+            AnnotatorComparison("bob", 35, 0.5, 0.5, math.nan, math.inf, False),
+        ),
+        winning_rate=0.5,
+        advantage_probability=math.nan,
+        passed=True,
+        epsilon=0.2,
+        alpha=0.1,
+        scoring="neg_rmse",
+        skipped=((3, "10 items labelled with others and the judge, fewer than 30"),),
+    )
+    assert result.as_dict() == {
+        "passed": True,
+        "winning_rate": 0.5,
+        "advantage_probability": None,
+        "epsilon": 0.2,
+        "alpha": 0.1,
+        "scoring": "neg_rmse",
+        "sentence": "the judge can stand in for annotators: 1 of 2 beaten, ω 0.50, ε 0.2",
+        "annotators": [
+            {
+                "annotator": "7",
+                "items": 40,
+                "rho_judge": 0.9,
+                "rho_human": 0.6,
+                "p_value": 0.001,
+                "adjusted_p_value": 0.004,
+                "beaten": True,
+            },
+            {
+                "annotator": "bob",
+                "items": 35,
+                "rho_judge": 0.5,
+                "rho_human": 0.5,
+                "p_value": None,
+                "adjusted_p_value": None,
+                "beaten": False,
+            },
+        ],
+        "skipped": [{"annotator": "3", "reason": "10 items labelled with others and the judge, fewer than 30"}],
+    }
+    assert type(result.as_dict()["annotators"][0]["p_value"]) is float
