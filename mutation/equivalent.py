@@ -187,7 +187,29 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("multiplicity.py", "_family", _ORDER, _ORDER.replace('"stable"', '"STABLE"')): (
         "numpy reads the sort's kind without regard to case: the same stable sort"
     ),
+    # ---- alt_test ----
+    (
+        "alt_test.py",
+        "_alignment",
+        "return sum(label == o for o in others) / len(others)",
+        "return sum(label == o for o in others) * len(others)",
+    ): (
+        "an alignment is only ever compared with the other rater's alignment on the same item against the same "
+        "others (s_f >= s_h): dividing or multiplying both by len(others) > 0 keeps every comparison"
+    ),
+    (
+        "alt_test.py",
+        "_alignment",
+        "return -math.sqrt(sum((label - o) ** 2 for o in others) / len(others))",
+        "return -math.sqrt(sum((label - o) ** 2 for o in others) * len(others))",
+    ): "as above: -sqrt(S / n) and -sqrt(S * n) order the two raters' sums S the same way for the same n",
     # ---- release_gate ----
+    (
+        "release_gate.py",
+        "gate_frame",
+        "common = base.index.intersection(cand.index, sort=False)",
+        "common = base.index.intersection(cand.index, )",
+    ): "sort=False is pandas' default for Index.intersection: the same index, in the same order",
     ("release_gate.py", "gate_frame", "threads=threads,", "threads=None,"): (
         "threads only spreads the bootstraps over cores; every interval is the same with any number "
         "(test_bootstrap checks that threads do not change the result)"

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import t as student_t
+from scipy.stats import ttest_1samp
 from statsmodels.stats.multitest import multipletests
 
 from evalcore.engine import alternative_annotator_test
@@ -252,3 +253,35 @@ def test_as_dict_is_every_field_under_its_name_with_nan_as_none():
         "skipped": [{"annotator": "3", "reason": "10 items labelled with others and the judge, fewer than 30"}],
     }
     assert type(result.as_dict()["annotators"][0]["p_value"]) is float
+
+
+def test_a_judge_that_only_ties_or_loses_gets_the_t_test_on_its_zero_one_differences():
+    # every annotator agrees with the others; the judge agrees on 25 items of 40 and is wrong on 15: each
+    # annotator's differences are 0 (a tie) or 1 (the annotator wins), never -1
+    labels = {i: {"a": 1, "b": 1, "c": 1} for i in range(40)}
+    judge = {i: 1 if i < 25 else 0 for i in range(40)}
+    result = alternative_annotator_test(labels=labels, judge=judge, epsilon=0.2)
+    expected = ttest_1samp([0.0] * 25 + [1.0] * 15, 0.2, alternative="less").pvalue
+    assert [c.p_value for c in result.comparisons] == pytest.approx([expected] * 3, rel=1e-12)
+    assert 0.9 < expected < 1.0 and not result.passed
+
+
+def test_differences_constant_at_epsilon_do_not_show_a_mean_below_it():
+    labels = {i: {"a": 1, "b": 1, "c": 1} for i in range(40)}
+    same = alternative_annotator_test(labels=labels, judge=dict.fromkeys(range(40), 1), epsilon=0.0)
+    assert [c.p_value for c in same.comparisons] == [1.0, 1.0, 1.0] and not same.passed
+
+
+def test_one_shared_item_is_enough_when_asked_for():
+    result = alternative_annotator_test(labels={0: {"a": 1, "b": 1, "c": 1}}, judge={0: 1}, min_items_per_annotator=1)
+    assert [c.items for c in result.comparisons] == [1, 1, 1]
+    assert [c.p_value for c in result.comparisons] == [0.0, 0.0, 0.0]  # the one difference, 0, is below 0.1
+
+
+def test_labels_that_are_not_mappings_are_named_in_the_message():
+    with pytest.raises(TypeError) as caught:
+        alternative_annotator_test(labels=[1], judge={1: 1})
+    assert str(caught.value) == "labels must map item -> (annotator -> label) and judge item -> label"
+    with pytest.raises(TypeError) as caught:
+        alternative_annotator_test(labels={"q1": ["a"]}, judge={"q1": 1})
+    assert str(caught.value) == "labels['q1'] must map annotator -> label, got list"
