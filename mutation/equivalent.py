@@ -190,6 +190,12 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     # ---- alt_test ----
     (
         "alt_test.py",
+        "alternative_annotator_test",
+        'epsilon = check_probability(epsilon, "epsilon", open_interval=False)',
+        'epsilon = check_probability(epsilon, "epsilon", open_interval=None)',
+    ): "open_interval is only tested for truth: None and False take the same branch",
+    (
+        "alt_test.py",
         "_alignment",
         "return sum(label == o for o in others) / len(others)",
         "return sum(label == o for o in others) * len(others)",

@@ -285,3 +285,97 @@ def test_labels_that_are_not_mappings_are_named_in_the_message():
     with pytest.raises(TypeError) as caught:
         alternative_annotator_test(labels={"q1": ["a"]}, judge={"q1": 1})
     assert str(caught.value) == "labels['q1'] must map annotator -> label, got list"
+
+
+def _panel(items=40):
+    """Three annotators who always agree; the judge agrees on the first 30 items and is wrong on the rest."""
+    labels = {i: {"a": 1, "b": 1, "c": 1} for i in range(items)}
+    return labels, {i: 1 if i < 30 else 0 for i in range(items)}
+
+
+def test_each_comparison_records_both_win_rates_and_the_result_its_settings():
+    labels, judge = _panel()
+    result = alternative_annotator_test(labels=labels, judge=judge, epsilon=0.3, alpha=0.2, scoring="accuracy")
+    assert [(c.annotator, c.items, c.rho_judge, c.rho_human) for c in result.comparisons] == [
+        ("a", 40, 0.75, 1.0),
+        ("b", 40, 0.75, 1.0),
+        ("c", 40, 0.75, 1.0),
+    ]
+    assert (result.epsilon, result.alpha, result.scoring, result.advantage_probability) == (0.3, 0.2, "accuracy", 0.75)
+
+
+def test_an_adjusted_p_value_equal_to_alpha_beats_the_annotator_and_half_beaten_passes():
+    labels, judge = _panel()
+    first = alternative_annotator_test(labels=labels, judge=judge, epsilon=0.3)
+    q = first.comparisons[0].adjusted_p_value
+    assert 0 < q < 1
+    at = alternative_annotator_test(labels=labels, judge=judge, epsilon=0.3, alpha=q)
+    assert all(c.beaten for c in at.comparisons)
+    # half the annotators beaten (omega exactly 0.5) passes: found among generated panels of four
+    halves = 0
+    for seed in range(60):
+        labels, _, _, annotate = generate(np.random.default_rng(seed), items=40, annotators=ANNOTATORS[:4])
+        result = alternative_annotator_test(labels=labels, judge=dict(enumerate(annotate(0.3).tolist())))
+        if result.winning_rate == 0.5:
+            halves += 1
+            assert result.passed and result.beaten == 2
+    assert halves >= 1
+
+
+def test_too_few_tested_annotators_warn_from_the_caller_and_enough_do_not():
+    labels, judge = _panel()
+    for i in range(35):
+        del labels[i]["c"]  # c has 5 items with others and the judge
+    with pytest.warns(UserWarning) as caught:
+        result = alternative_annotator_test(labels=labels, judge=judge, min_annotators=3)
+    assert [str(w.message) for w in caught] == [
+        "only 2 annotators have enough items for the test; the verdict rests on few comparisons"
+    ]
+    assert caught[0].filename == __file__
+    assert [c.annotator for c in result.comparisons] == ["a", "b"]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(alternative_annotator_test(labels=labels, judge=judge, min_annotators=2).comparisons) == 2
+
+
+def test_items_with_two_annotators_count_and_items_without_the_judge_or_a_second_annotator_do_not():
+    pairs = {
+        i: {"a": 1, "b": 1} if i % 3 == 0 else {"b": 1, "c": 1} if i % 3 == 1 else {"a": 1, "c": 1} for i in range(90)
+    }
+    result = alternative_annotator_test(labels=pairs, judge=dict.fromkeys(range(90), 1), min_items_per_annotator=60)
+    assert [c.items for c in result.comparisons] == [60, 60, 60]  # exactly the minimum is enough
+    extra = {**pairs, 100: {"a": 1}, 101: {"a": 1, "b": 0, "c": 0}}  # one annotator only; not judged
+    again = alternative_annotator_test(labels=extra, judge=dict.fromkeys(range(90), 1), min_items_per_annotator=60)
+    assert again == result
+
+
+def test_annotators_of_mixed_types_sort_by_their_names_and_a_skipped_first_one_does_not_stop_the_rest():
+    labels = {i: {1: 1, "b": 1, "c": 1} for i in range(40)}
+    for i in range(30):
+        labels[i] = {"b": 1, "c": 1}
+    result = alternative_annotator_test(labels=labels, judge=dict.fromkeys(range(40), 1), min_annotators=2)
+    assert result.skipped == ((1, "10 items labelled with others and the judge, fewer than 30"),)
+    assert [c.annotator for c in result.comparisons] == ["b", "c"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"epsilon": 1.5}, "epsilon must be between 0 and 1, got 1.5"),
+        ({"alpha": 0.0}, "alpha must be strictly between 0 and 1, got 0.0"),
+        ({"min_items_per_annotator": 0}, "min_items_per_annotator must be a positive integer, got 0"),
+        ({"min_annotators": 0}, "min_annotators must be a positive integer, got 0"),
+        (
+            {"min_items_per_annotator": 41},
+            "no annotator labelled at least 41 items together with another annotator and the judge: label more "
+            "items with overlap, or lower min_items_per_annotator",
+        ),
+    ],
+)
+def test_settings_out_of_range_are_named_in_full(kwargs, message):
+    labels, judge = _panel()
+    with pytest.raises(ValueError) as caught:
+        alternative_annotator_test(labels=labels, judge=judge, **kwargs)
+    assert str(caught.value) == message
