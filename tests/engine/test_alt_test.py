@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -331,7 +332,10 @@ def test_too_few_tested_annotators_warn_from_the_caller_and_enough_do_not():
     assert [str(w.message) for w in caught] == [
         "only 2 annotators have enough items for the test; the verdict rests on few comparisons"
     ]
-    assert caught[0].filename == __file__
+    where = caught[0].filename
+    assert os.path.basename(where) != "alt_test.py"  # the caller's line, not the engine's
+    if "MUTANT_UNDER_TEST" not in os.environ:  # under ./dev mutate a trampoline stands between the two
+        assert where == __file__
     assert [c.annotator for c in result.comparisons] == ["a", "b"]
     import warnings
 
