@@ -9,9 +9,9 @@ the mutation tests once (after mutmut's stats, clean and forced-fail runs, which
 (mutmut passes them fastest first) in that session, stopping at the first failure or error. What a test
 sees is what it saw before: the same items, fixtures set up in the child, the same mutant switch.
 
-Before the first mutant the runner checks itself: with mutmut's forced-fail switch (every mutated
-function raises) the items must fail, or the run stops, so a runner that cannot see failures cannot
-report every mutant as a survivor... or as killed: it also checks that the same items pass unmutated.
+Before the first mutant the runner checks itself on the 20 fastest tests that call mutated code: they
+must pass unmutated (or every mutant would look killed) and fail under mutmut's forced-fail switch, which
+makes every mutated function raise (or no mutant could be killed); either way the run stops.
 """
 
 from __future__ import annotations
