@@ -21,6 +21,7 @@ _OMEGA = "omega = 2.0 * np.pi * np.arange(n // 2 + 1) / n"
 _IRFFT = "pmf = np.fft.irfft(magnitude * phase, n)[:size]"
 _BITS = "bits = np.unpackbits(rng.integers(0, 256, size=(size, (k + 7) // 8), dtype=np.uint8), axis=1, count=k)"
 _ROWS = "rows = min(256, cap)  # small first: a harmless cell meets STOP_AFTER extreme patterns within a few hundred"
+_STEPS = "steps = np.log(np.arange(k, 0, -1, dtype=float)) - np.log(np.arange(1, k + 1, dtype=float))"
 _SE_TABLE = "table = np.asarray(table, dtype=np.float64)"
 _ORDER = 'return p, np.full(p.shape, np.nan), tested[np.argsort(p[tested], kind="stable")]'
 _TIES = (
@@ -181,6 +182,23 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         'cand_values = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=float)',
         'cand_values = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=None)',
     ): "as above, for the candidate",
+    # ---- paired_tests: the binomial's log coefficients ----
+    ("paired_tests.py", "_log_choose", _STEPS, _STEPS.replace("(k, 0, -1, dtype=float)", "(k, 0, -1, )")): (
+        "np.log of the integer range is float64 either way (log promotes integers to float64): the same steps"
+    ),
+    ("paired_tests.py", "_log_choose", _STEPS, _STEPS.replace("(k, 0, -1, dtype=float)", "(k, 0, -1, dtype=None)")): (
+        "as above: dtype=None is arange's default, integers, which np.log turns into the same float64 values"
+    ),
+    ("paired_tests.py", "_log_choose", _STEPS, _STEPS.replace("(1, k + 1, dtype=float)", "(1, k + 1, dtype=None)")): (
+        "as above, for the denominators"
+    ),
+    # ---- certificates ----
+    ("certificates.py", "certify_intervals", "wilson=False,", "wilson=None,"): (
+        "wilson is only tested for truth (if wilson:): None and False take the same branch"
+    ),
+    ("release_gate.py", "gate", "threads=threads,", "threads=None,"): (
+        "as in gate_frame: threads only spreads the bootstraps over cores, every interval is the same"
+    ),
     # ---- multiplicity ----
     ("multiplicity.py", "_family", _ORDER, _ORDER.replace('kind="stable"', "kind=None")): _TIES,
     ("multiplicity.py", "_family", _ORDER, _ORDER.replace(', kind="stable"', ", ")): _TIES,

@@ -142,3 +142,17 @@ def test_bars_name_what_is_wrong(bars, message):
 
 def test_an_integer_kappa_bar_is_a_number():
     assert CertificateBars(min_kappa=0).min_kappa == 0
+
+
+def test_a_given_kappa_keeps_its_reason_for_being_undefined_and_a_nan_one_gets_the_engine_s():
+    from evalcore.engine.agreement import KAPPA_UNDEFINED_REASON, KappaEstimate
+
+    why = "kappa is undefined: the judge said the same thing of every item"
+    given = KappaEstimate(math.nan, math.nan, math.nan, se=math.nan, confidence=0.95, undefined_reason=why)
+    kept = certify_intervals(**{**GIVEN, "kappa": given})
+    assert kept.kappa.undefined_reason == why and kept.reasons[1] == why and kept.state == INCONCLUSIVE
+    assert kept.as_dict()["kappa"]["undefined_reason"] == why
+    bare = certify_intervals(**{**GIVEN, "kappa": Interval(math.nan, math.nan, math.nan)})
+    assert bare.kappa.undefined_reason == KAPPA_UNDEFINED_REASON and bare.reasons[1] == KAPPA_UNDEFINED_REASON
+    defined = certify_intervals(**{**GIVEN, "kappa": KappaEstimate(0.8, 0.7, 0.9, se=0.05, confidence=0.95)})
+    assert defined.kappa.undefined_reason is None

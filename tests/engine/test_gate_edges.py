@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from evalcore.engine import binary_agreement, gate, gate_frame
+from evalcore.engine import binary_agreement, gate, gate_frame, paired_bootstrap
+from evalcore.engine.paired_proportions import tango_interval
 from evalcore.engine.proportions import proportion_interval
 
 
@@ -322,3 +323,52 @@ def test_a_numeric_slice_column_is_a_slice_not_a_metric():
     report = gate_frame(base, base.copy(), slice_by="difficulty", iterations=300)
     assert {d.metric for d in report.decisions} == {"m"}
     assert [d.slice for d in report.decisions] == ["all", "1", "2", "3"]
+
+
+def _unconfirmed_drop():
+    """24 questions whose drop the bootstrap interval shows but the sign-flip test (Monte Carlo: 24 distinct
+    continuous differences) does not confirm at 2.5 %."""
+    rng = np.random.default_rng(263)
+    base = rng.random(24)
+    return base, base - rng.normal(0.03, 0.08, 24)
+
+
+def test_a_drop_the_sign_flip_test_does_not_confirm_is_reviewed_with_its_p_value_in_two_digits():
+    base, cand = _unconfirmed_drop()
+    decision = gate("m", base, cand, iterations=2000)
+    shown = f"{decision.mean:+.3f} [{decision.low:+.3f}, {decision.high:+.3f}]"
+    assert decision.status == "review" and decision.high < 0 and 0.025 < decision.p_value < 0.03
+    assert decision.message == f"m: drop {shown}, not significant by the paired sign-flip test (p = 0.027)"
+
+
+def test_p_values_are_written_in_two_digits_or_in_scientific_notation_below_one_in_ten_thousand():
+    from evalcore.engine.release_gate import _p
+
+    assert [_p(v) for v in (0.027, 1.0, 1e-4, 9.9e-5, 1.234e-7)] == ["0.027", "1", "0.0001", "9.9e-05", "1.2e-07"]
+
+
+def test_gate_passes_its_options_on_to_the_sign_flip_test_and_the_bootstrap():
+    base, cand = _unconfirmed_drop()
+    capped = gate("m", base, cand, iterations=2000, sign_flips=60)
+    assert capped.p_value >= 1 / 61 and capped.p_value != gate("m", base, cand, iterations=2000).p_value
+    for method in ("multinomial", "resample"):
+        decision = gate("m", base, cand, iterations=500, seed=3, confidence=0.9, interval="percentile", method=method)
+        expected = paired_bootstrap(base, cand, iterations=500, seed=3, confidence=0.9, method=method)
+        assert (decision.mean, decision.low, decision.high) == tuple(expected)
+
+
+def test_a_cell_is_pass_fail_only_when_both_runs_are_and_tango_uses_the_gate_s_confidence():
+    base = np.array([1.0] * 40 + [0.0] * 10 + [1.0] * 150)
+    cand = np.array([0.0] * 40 + [1.0] * 10 + [1.0] * 150)
+    decision = gate("m", base, cand, confidence=0.9)
+    assert (decision.low, decision.high) == tuple(tango_interval(40, 10, 200, confidence=0.9))[1:]
+    graded = gate("m", np.where(base == 1.0, 0.5, 0.0), cand, iterations=500)  # the base scores 0.5, not pass/fail
+    assert (graded.low, graded.high) != tuple(tango_interval(40, 10, 200))[1:]
+    assert graded.low == gate("m", np.where(base == 1.0, 0.5, 0.0), cand, iterations=500, interval="expanded").low
+
+
+@pytest.mark.parametrize(("option", "message"), [("min_pairs", "min_pairs"), ("iterations", "iterations")])
+def test_gate_names_a_bad_count_in_its_message(option, message):
+    with pytest.raises(ValueError) as caught:
+        gate("m", [1.0, 0.0] * 10, [1.0, 1.0] * 10, **{option: 0})
+    assert str(caught.value) == f"{message} must be a positive integer, got 0"
