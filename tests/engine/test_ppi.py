@@ -373,3 +373,38 @@ def test_with_no_uncertainty_left_the_judge_s_worth_is_not_a_number_and_says_so(
             design="run", confidence=0.95,
         )  # fmt: skip
         assert r.in_words() == "the labels alone leave no uncertainty here"
+
+
+def _difference_variance(ya, yb, fa, fb, lam_a, lam_b):
+    """The documented variance of a one-stratum paired difference at weights (lam_a, lam_b), written out."""
+    has_a, has_b = ~np.isnan(ya), ~np.isnan(yb)
+    both = has_a & has_b
+    n_a, n_b, m, rows = has_a.sum(), has_b.sum(), both.sum(), ya.size
+    ra, rb = ya - lam_a * fa, yb - lam_b * fb
+    overlap = np.cov(ra[both], rb[both])[0, 1] * (m / (n_a * n_b) - 1 / rows)
+    return (
+        (1 / n_a - 1 / rows) * np.var(ra[has_a], ddof=1)
+        + (1 / n_b - 1 / rows) * np.var(rb[has_b], ddof=1)
+        - 2 * overlap
+    )
+
+
+def test_the_tuned_weights_of_a_difference_minimise_its_variance_over_both_weights():
+    rng = np.random.default_rng(43)
+    rows = 400
+    truth_a, truth_b = rng.random(rows), rng.random(rows)
+    fa = truth_a + rng.normal(0, 0.25, rows)  # the judge tracks the base run well, the candidate less so
+    fb = truth_b + rng.normal(0, 0.5, rows)
+    ya, yb = truth_a + rng.normal(0, 0.1, rows), 0.5 * truth_a + truth_b + rng.normal(0, 0.1, rows)
+    ya[150:], yb[:70], yb[220:] = np.nan, np.nan, np.nan  # base labelled 0-149, candidate 70-219: 80 on both
+    result = prediction_powered_difference(
+        base_judge=fa, candidate_judge=fb, base_labels=ya, candidate_labels=yb, design="run", guard=False
+    )
+    ((lam_a, lam_b),) = result.weights
+    assert 0.05 < lam_a < 0.95 and 0.05 < lam_b < 0.95  # an inside optimum: both weights matter
+    # the variance is a convex quadratic in the weights: no step in any direction lowers it
+    at = _difference_variance(ya, yb, fa, fb, lam_a, lam_b)
+    for da, db in ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, -1), (1, -1), (-1, 1)):
+        assert _difference_variance(ya, yb, fa, fb, lam_a + 0.01 * da, lam_b + 0.01 * db) > at
+    variance = _difference_variance(ya, yb, fa, fb, lam_a, lam_b)
+    assert result.standard_error**2 == pytest.approx(variance, rel=1e-9)
