@@ -372,3 +372,32 @@ def test_gate_names_a_bad_count_in_its_message(option, message):
     with pytest.raises(ValueError) as caught:
         gate("m", [1.0, 0.0] * 10, [1.0, 1.0] * 10, **{option: 0})
     assert str(caught.value) == f"{message} must be a positive integer, got 0"
+
+
+def test_a_drop_with_p_between_a_third_and_half_of_one_minus_the_confidence_blocks():
+    # alpha is (1 - confidence) / 2 = 0.025: p = 0.018 blocks (a third, 0.017, would not)
+    rng = np.random.default_rng(34)
+    base = rng.random(24)
+    decision = gate("m", base, base - rng.normal(0.03, 0.08, 24), iterations=2000)
+    assert 0.017 < decision.p_value < 0.025 and decision.status == "block"
+
+
+def test_holm_corrected_reviews_name_the_slice_the_direction_and_both_p_values():
+    base, cand = _unconfirmed_drop()
+    topic = ["x"] * 24
+    b = pd.DataFrame({"m": base, "lat": 1 - base, "topic": topic})
+    c = pd.DataFrame({"m": cand, "lat": 1 - cand, "topic": topic})
+    report = gate_frame(b, c, metrics=["m", "lat"], slice_by="topic", higher_is_better={"lat": False}, iterations=2000)
+    by = {(d.metric, d.slice): d for d in report.decisions}
+    for (metric, where), d in by.items():
+        assert d.status == "review" and d.family_size == 4 and d.p_adjusted > d.p_value
+        word, shown = ("increase", d) if metric == "lat" else ("drop", d)
+        interval = f"{shown.mean:+.3f} [{shown.low:+.3f}, {shown.high:+.3f}]"
+        place = "" if where == "all" else f" on slice {where}"
+        assert d.message == (
+            f"{metric}: {word}{place} {interval}, not significant after correcting for 4 decisions "
+            f"(p = {d.p_value:.2g}, Holm-adjusted {d.p_adjusted:.2g})"
+        )
+    uncorrected = gate_frame(b, c, metrics=["m"], correction="none", iterations=2000)
+    (alone,) = uncorrected.decisions
+    assert alone.p_adjusted == alone.p_value and alone.message.endswith(f"sign-flip test (p = {alone.p_value:.2g})")
