@@ -199,6 +199,11 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("release_gate.py", "gate", "threads=threads,", "threads=None,"): (
         "as in gate_frame: threads only spreads the bootstraps over cores, every interval is the same"
     ),
+    # ---- the gate's cells ----
+    ("_gate_cells.py", "gather_evidence", 'resampler: str = "auto",', 'resampler: str = "XXautoXX",'): (
+        "a default never used: gather_evidence's one caller (_decide_family) always passes the resampler"
+    ),
+    ("_gate_cells.py", "gather_evidence", 'resampler: str = "auto",', 'resampler: str = "AUTO",'): "as above",
     # ---- multiplicity ----
     ("multiplicity.py", "_family", _ORDER, _ORDER.replace('kind="stable"', "kind=None")): _TIES,
     ("multiplicity.py", "_family", _ORDER, _ORDER.replace(', kind="stable"', ", ")): _TIES,

@@ -401,3 +401,33 @@ def test_holm_corrected_reviews_name_the_slice_the_direction_and_both_p_values()
     uncorrected = gate_frame(b, c, metrics=["m"], correction="none", iterations=2000)
     (alone,) = uncorrected.decisions
     assert alone.p_adjusted == alone.p_value and alone.message.endswith(f"sign-flip test (p = {alone.p_value:.2g})")
+
+
+def test_tango_is_for_pass_fail_cells_only_and_other_intervals_take_any_scores():
+    base = np.array([1.0] * 40 + [0.0] * 10 + [1.0] * 150)
+    cand = np.array([0.0] * 40 + [1.0] * 10 + [1.0] * 150)
+    assert gate("m", base, cand, interval="tango").interval_method == "tango"
+    assert gate("m", base, cand, interval="percentile", iterations=500).interval_method == "percentile"
+    with pytest.raises(ValueError) as caught:
+        gate("m", base * 0.5, cand, interval="tango")
+    assert str(caught.value) == (
+        "Tango's score interval is for pass/fail metrics (scores 0 or 1); 'm' has other scores: use interval='auto' "
+        "or a bootstrap"
+    )
+    with pytest.raises(ValueError) as caught:
+        gate("m", base, cand, interval="wald")
+    assert str(caught.value) == "interval must be one of ('auto', 'tango', 'expanded', 'percentile'), got 'wald'"
+
+
+def test_the_sign_flip_budget_puts_the_smallest_p_value_a_tenth_below_the_corrected_level():
+    from evalcore.engine._gate_cells import sign_flips_for
+
+    assert sign_flips_for(210, alpha=0.025, at_least=10_000) == 84_000  # 10 * 210 / 0.025
+    assert sign_flips_for(1, alpha=0.025, at_least=10) == 400
+    assert sign_flips_for(1, alpha=0.025, at_least=10_000) == 10_000
+
+
+def test_the_gate_s_seed_reaches_the_monte_carlo_sign_flip_test():
+    base, cand = _unconfirmed_drop()
+    p_values = {gate("m", base, cand, iterations=200, seed=seed).p_value for seed in (4, 5, 6)}
+    assert len(p_values) == 3
