@@ -21,6 +21,10 @@ _OMEGA = "omega = 2.0 * np.pi * np.arange(n // 2 + 1) / n"
 _IRFFT = "pmf = np.fft.irfft(magnitude * phase, n)[:size]"
 _BITS = "bits = np.unpackbits(rng.integers(0, 256, size=(size, (k + 7) // 8), dtype=np.uint8), axis=1, count=k)"
 _ROWS = "rows = min(256, cap)  # small first: a harmless cell meets STOP_AFTER extreme patterns within a few hundred"
+_THREADS = (
+    "threads only spreads the bootstraps over cores: every interval is the same with any number "
+    "(test_bootstrap checks that threads do not change the result)"
+)
 _STEPS = "steps = np.log(np.arange(k, 0, -1, dtype=float)) - np.log(np.arange(1, k + 1, dtype=float))"
 _SE_TABLE = "table = np.asarray(table, dtype=np.float64)"
 _ORDER = 'return p, np.full(p.shape, np.nan), tested[np.argsort(p[tested], kind="stable")]'
@@ -200,6 +204,20 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "as in gate_frame: threads only spreads the bootstraps over cores, every interval is the same"
     ),
     # ---- the gate's cells ----
+    ("_gate_cells.py", "_intervals", "threads=threads,", "threads=None,"): _THREADS,
+    (
+        "_gate_cells.py",
+        "_intervals",
+        "_bootstrap._run_jobs(_bootstrap._jobs_of([plan for _, _, plan, *_ in planned]), threads)",
+        "_bootstrap._run_jobs(_bootstrap._jobs_of([plan for _, _, plan, *_ in planned]), None)",
+    ): _THREADS,
+    (
+        "_gate_cells.py",
+        "gather_evidence",
+        "cells, methods, iterations=iterations, seed=seed, confidence=confidence, threads=threads, resampler=resampler",
+        "cells, methods, iterations=iterations, seed=seed, confidence=confidence, threads=None, resampler=resampler",
+    ): _THREADS,
+    ("release_gate.py", "_decide_family", "threads=threads,", "threads=None,"): _THREADS,
     ("_gate_cells.py", "gather_evidence", 'resampler: str = "auto",', 'resampler: str = "XXautoXX",'): (
         "a default never used: gather_evidence's one caller (_decide_family) always passes the resampler"
     ),
