@@ -365,6 +365,8 @@ def test_a_cell_is_pass_fail_only_when_both_runs_are_and_tango_uses_the_gate_s_c
     graded = gate("m", np.where(base == 1.0, 0.5, 0.0), cand, iterations=500)  # the base scores 0.5, not pass/fail
     assert (graded.low, graded.high) != tuple(tango_interval(40, 10, 200))[1:]
     assert graded.low == gate("m", np.where(base == 1.0, 0.5, 0.0), cand, iterations=500, interval="expanded").low
+    graded_cand = gate("m", base, np.where(cand == 1.0, 0.5, 0.0), iterations=500)  # now the candidate's are
+    assert graded_cand.interval_method == "expanded" and decision.interval_method == "tango"
 
 
 @pytest.mark.parametrize(("option", "message"), [("min_pairs", "min_pairs"), ("iterations", "iterations")])
