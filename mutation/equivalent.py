@@ -193,6 +193,9 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("paired_tests.py", "_log_choose", _STEPS, _STEPS.replace("(k, 0, -1, dtype=float)", "(k, 0, -1, dtype=None)")): (
         "as above: dtype=None is arange's default, integers, which np.log turns into the same float64 values"
     ),
+    ("paired_tests.py", "_log_choose", _STEPS, _STEPS.replace("(1, k + 1, dtype=float)", "(1, k + 1, )")): (
+        "as above, for the denominators"
+    ),
     ("paired_tests.py", "_log_choose", _STEPS, _STEPS.replace("(1, k + 1, dtype=float)", "(1, k + 1, dtype=None)")): (
         "as above, for the denominators"
     ),

@@ -433,3 +433,11 @@ def test_the_gate_s_seed_reaches_the_monte_carlo_sign_flip_test():
     base, cand = _unconfirmed_drop()
     p_values = {gate("m", base, cand, iterations=200, seed=seed).p_value for seed in (4, 5, 6)}
     assert len(p_values) == 3
+
+
+def test_a_p_value_exactly_at_the_level_is_a_significant_drop():
+    # five questions fell, none rose: McNemar's exact p is 1/32, exactly alpha at confidence 1 - 2/32
+    base, cand = [1.0] * 50, [0.0] * 5 + [1.0] * 45
+    at_level = gate("m", base, cand, confidence=1 - 2 / 32)
+    assert (at_level.p_value, at_level.status) == (1 / 32, "block")
+    assert gate("m", base, cand, confidence=0.94).status == "review"  # alpha 0.03 < 1/32
