@@ -122,3 +122,59 @@ def test_a_judge_unrelated_to_people_gets_no_weight():
         candidate_labels=yb, design="run",
     )  # fmt: skip
     assert useless.weights == ((0.0, 0.0),) and useless.method == "labels"
+
+
+def test_a_constant_candidate_judge_gets_no_weight_and_the_base_weight_minimises_alone():
+    ya, yb, fa, fb, _ = _runs()
+    flat = np.full(ya.size, 0.5)  # no spread: the two weights' system is singular
+    result = prediction_powered_difference(
+        base_judge=fa, candidate_judge=flat, base_labels=ya, candidate_labels=yb, design="run", guard=False
+    )
+    ((lam_a, lam_b),) = result.weights
+    assert lam_b == 0.0 and 0.05 < lam_a < 0.95
+    keys = np.array(["all"] * ya.size)
+    at = reference(ya, yb, fa, flat, keys, [(lam_a, 0.0)], "run")[1]
+    for step in (-0.01, 0.01):
+        assert reference(ya, yb, fa, flat, keys, [(lam_a + step, 0.0)], "run")[1] > at
+
+
+def test_a_weight_past_one_is_clipped_to_one():
+    ya, yb, fa, fb, _ = _runs()
+    half_a, half_b = fa / 5, fb / 5  # people's scores move five times as far as these judges': weights past 1
+    result = prediction_powered_difference(
+        base_judge=half_a, candidate_judge=half_b, base_labels=ya, candidate_labels=yb, design="run", guard=False
+    )
+    assert result.weights == ((1.0, 1.0),)
+
+
+def test_labels_may_be_given_as_lists_with_none_for_unlabelled_rows():
+    ya, yb, fa, fb, _ = _runs()
+    as_lists = prediction_powered_difference(
+        base_judge=fa.tolist(), candidate_judge=fb.tolist(), design="run",
+        base_labels=[None if math.isnan(v) else v for v in ya], candidate_labels=[None if math.isnan(v) else v for v in yb],
+    )  # fmt: skip
+    as_arrays = prediction_powered_difference(
+        base_judge=fa, candidate_judge=fb, base_labels=ya, candidate_labels=yb, design="run"
+    )
+    assert as_lists == as_arrays
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"base_judge": [math.inf] + [0.5] * 9}, "base_judge must be finite numbers, got .*inf.* at position 0"),
+        (
+            {"candidate_judge": [0.5] * 9 + [math.nan]},
+            "candidate_judge must be finite numbers, got .*nan.* at position 9",
+        ),
+        ({"confidence": 1.0}, "confidence must be strictly between 0 and 1, got 1.0"),
+        ({"candidate_labels": [1.0] * 9}, "every array holds one value per question: got 10, 10, 10, 9"),
+        ({"candidate_labels": [1.0] * 9 + [math.inf]}, "labels must be finite numbers or NaN (unlabelled)"),
+    ],
+)
+def test_bad_input_is_named_in_full(change, message):
+    good = dict(
+        base_judge=[0.5] * 10, candidate_judge=[0.5] * 10, base_labels=[1.0, 0.0] * 5, candidate_labels=[1.0] * 10
+    )
+    with pytest.raises(ValueError, match=f"^{message}$".replace("(", r"\(").replace(")", r"\)")):
+        prediction_powered_difference(**{**good, **change}, design="run")
