@@ -21,7 +21,18 @@ _OMEGA = "omega = 2.0 * np.pi * np.arange(n // 2 + 1) / n"
 _IRFFT = "pmf = np.fft.irfft(magnitude * phase, n)[:size]"
 _BITS = "bits = np.unpackbits(rng.integers(0, 256, size=(size, (k + 7) // 8), dtype=np.uint8), axis=1, count=k)"
 _ROWS = "rows = min(256, cap)  # small first: a harmless cell meets STOP_AFTER extreme patterns within a few hundred"
+_THREADS = (
+    "threads only spreads the bootstraps over cores: every interval is the same with any number "
+    "(test_bootstrap checks that threads do not change the result)"
+)
+_STEPS = "steps = np.log(np.arange(k, 0, -1, dtype=float)) - np.log(np.arange(1, k + 1, dtype=float))"
 _SE_TABLE = "table = np.asarray(table, dtype=np.float64)"
+_ORDER = 'return p, np.full(p.shape, np.nan), tested[np.argsort(p[tested], kind="stable")]'
+_TIES = (
+    "the sort's kind only orders tied p-values among themselves, and tied p-values get the same adjusted "
+    "value whichever comes first (Holm's running maximum and Benjamini-Yekutieli's running minimum carry "
+    "the larger, resp. smaller, step over the tie; test_tied_p_values_get_one_adjusted_value_in_any_order)"
+)
 
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     # ---- paired_tests: the exact lattice distribution (both of its branches are exact) ----
@@ -175,7 +186,85 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         'cand_values = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=float)',
         'cand_values = pd.to_numeric(c[metric], errors="coerce").to_numpy(dtype=None)',
     ): "as above, for the candidate",
+    # ---- paired_tests: the binomial's log coefficients ----
+    ("paired_tests.py", "_log_choose", _STEPS, _STEPS.replace("(k, 0, -1, dtype=float)", "(k, 0, -1, )")): (
+        "np.log of the integer range is float64 either way (log promotes integers to float64): the same steps"
+    ),
+    ("paired_tests.py", "_log_choose", _STEPS, _STEPS.replace("(k, 0, -1, dtype=float)", "(k, 0, -1, dtype=None)")): (
+        "as above: dtype=None is arange's default, integers, which np.log turns into the same float64 values"
+    ),
+    ("paired_tests.py", "_log_choose", _STEPS, _STEPS.replace("(1, k + 1, dtype=float)", "(1, k + 1, )")): (
+        "as above, for the denominators"
+    ),
+    ("paired_tests.py", "_log_choose", _STEPS, _STEPS.replace("(1, k + 1, dtype=float)", "(1, k + 1, dtype=None)")): (
+        "as above, for the denominators"
+    ),
+    # ---- certificates ----
+    ("certificates.py", "certify_intervals", "wilson=False,", "wilson=None,"): (
+        "wilson is only tested for truth (if wilson:): None and False take the same branch"
+    ),
+    ("release_gate.py", "gate", "threads=threads,", "threads=None,"): (
+        "as in gate_frame: threads only spreads the bootstraps over cores, every interval is the same"
+    ),
+    # ---- the gate's cells ----
+    ("_gate_cells.py", "_intervals", "threads=threads,", "threads=None,"): _THREADS,
+    (
+        "_gate_cells.py",
+        "_intervals",
+        "_bootstrap._run_jobs(_bootstrap._jobs_of([plan for _, _, plan, *_ in planned]), threads)",
+        "_bootstrap._run_jobs(_bootstrap._jobs_of([plan for _, _, plan, *_ in planned]), None)",
+    ): _THREADS,
+    (
+        "_gate_cells.py",
+        "gather_evidence",
+        "cells, methods, iterations=iterations, seed=seed, confidence=confidence, threads=threads, resampler=resampler",
+        "cells, methods, iterations=iterations, seed=seed, confidence=confidence, threads=None, resampler=resampler",
+    ): _THREADS,
+    ("release_gate.py", "_decide_family", "threads=threads,", "threads=None,"): _THREADS,
+    ("_gate_cells.py", "gather_evidence", 'resampler: str = "auto",', 'resampler: str = "XXautoXX",'): (
+        "a default never used: gather_evidence's one caller (_decide_family) always passes the resampler"
+    ),
+    ("_gate_cells.py", "gather_evidence", 'resampler: str = "auto",', 'resampler: str = "AUTO",'): "as above",
+    # ---- multiplicity ----
+    ("multiplicity.py", "_family", _ORDER, _ORDER.replace('kind="stable"', "kind=None")): _TIES,
+    ("multiplicity.py", "_family", _ORDER, _ORDER.replace(', kind="stable"', ", ")): _TIES,
+    ("multiplicity.py", "_family", _ORDER, _ORDER.replace('"stable"', '"STABLE"')): (
+        "numpy reads the sort's kind without regard to case: the same stable sort"
+    ),
+    # ---- alt_test ----
+    ("alt_test.py", "alternative_annotator_test", "stacklevel=2,", "stacklevel=3,"): (
+        "not equivalent in the app, but invisible under mutmut: its trampoline stands between the caller and "
+        "the engine, so levels 2 and 3 both name the trampoline; the unmutated level (the caller's line) is "
+        "checked outside ./dev mutate by test_too_few_tested_annotators_warn_from_the_caller_and_enough_do_not"
+    ),
+    (
+        "alt_test.py",
+        "alternative_annotator_test",
+        'epsilon = check_probability(epsilon, "epsilon", open_interval=False)',
+        'epsilon = check_probability(epsilon, "epsilon", open_interval=None)',
+    ): "open_interval is only tested for truth: None and False take the same branch",
+    (
+        "alt_test.py",
+        "_alignment",
+        "return sum(label == o for o in others) / len(others)",
+        "return sum(label == o for o in others) * len(others)",
+    ): (
+        "an alignment is only ever compared with the other rater's alignment on the same item against the same "
+        "others (s_f >= s_h): dividing or multiplying both by len(others) > 0 keeps every comparison"
+    ),
+    (
+        "alt_test.py",
+        "_alignment",
+        "return -math.sqrt(sum((label - o) ** 2 for o in others) / len(others))",
+        "return -math.sqrt(sum((label - o) ** 2 for o in others) * len(others))",
+    ): "as above: -sqrt(S / n) and -sqrt(S * n) order the two raters' sums S the same way for the same n",
     # ---- release_gate ----
+    (
+        "release_gate.py",
+        "gate_frame",
+        "common = base.index.intersection(cand.index, sort=False)",
+        "common = base.index.intersection(cand.index, )",
+    ): "sort=False is pandas' default for Index.intersection: the same index, in the same order",
     ("release_gate.py", "gate_frame", "threads=threads,", "threads=None,"): (
         "threads only spreads the bootstraps over cores; every interval is the same with any number "
         "(test_bootstrap checks that threads do not change the result)"

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import numpy as np
 import pytest
 from scipy.stats import t as student_t
+from scipy.stats import ttest_1samp
 from statsmodels.stats.multitest import multipletests
 
 from evalcore.engine import alternative_annotator_test
@@ -203,3 +205,181 @@ def test_a_clearly_worse_judge_rarely_passes_by_simulation():
 @pytest.mark.slow
 def test_a_clearly_worse_judge_rarely_passes_slow():
     assert _false_pass_rate(sims=500, seed=36, epsilon=0.1) <= 0.02
+
+
+def test_as_dict_is_every_field_under_its_name_with_nan_as_none():
+    from evalcore.engine.alt_test import AltTestResult, AnnotatorComparison
+
+    result = AltTestResult(
+        comparisons=(
+            AnnotatorComparison(7, 40, 0.9, 0.6, 0.001, 0.004, True),
+            AnnotatorComparison("bob", 35, 0.5, 0.5, math.nan, math.inf, False),
+        ),
+        winning_rate=0.5,
+        advantage_probability=math.nan,
+        passed=True,
+        epsilon=0.2,
+        alpha=0.1,
+        scoring="neg_rmse",
+        skipped=((3, "10 items labelled with others and the judge, fewer than 30"),),
+    )
+    assert result.as_dict() == {
+        "passed": True,
+        "winning_rate": 0.5,
+        "advantage_probability": None,
+        "epsilon": 0.2,
+        "alpha": 0.1,
+        "scoring": "neg_rmse",
+        "sentence": "the judge can stand in for annotators: 1 of 2 beaten, ω 0.50, ε 0.2",
+        "annotators": [
+            {
+                "annotator": "7",
+                "items": 40,
+                "rho_judge": 0.9,
+                "rho_human": 0.6,
+                "p_value": 0.001,
+                "adjusted_p_value": 0.004,
+                "beaten": True,
+            },
+            {
+                "annotator": "bob",
+                "items": 35,
+                "rho_judge": 0.5,
+                "rho_human": 0.5,
+                "p_value": None,
+                "adjusted_p_value": None,
+                "beaten": False,
+            },
+        ],
+        "skipped": [{"annotator": "3", "reason": "10 items labelled with others and the judge, fewer than 30"}],
+    }
+    assert type(result.as_dict()["annotators"][0]["p_value"]) is float
+
+
+def test_a_judge_that_only_ties_or_loses_gets_the_t_test_on_its_zero_one_differences():
+    # every annotator agrees with the others; the judge agrees on 25 items of 40 and is wrong on 15: each
+    # annotator's differences are 0 (a tie) or 1 (the annotator wins), never -1
+    labels = {i: {"a": 1, "b": 1, "c": 1} for i in range(40)}
+    judge = {i: 1 if i < 25 else 0 for i in range(40)}
+    result = alternative_annotator_test(labels=labels, judge=judge, epsilon=0.2)
+    expected = ttest_1samp([0.0] * 25 + [1.0] * 15, 0.2, alternative="less").pvalue
+    assert [c.p_value for c in result.comparisons] == pytest.approx([expected] * 3, rel=1e-12)
+    assert 0.9 < expected < 1.0 and not result.passed
+
+
+def test_differences_constant_at_epsilon_do_not_show_a_mean_below_it():
+    labels = {i: {"a": 1, "b": 1, "c": 1} for i in range(40)}
+    same = alternative_annotator_test(labels=labels, judge=dict.fromkeys(range(40), 1), epsilon=0.0)
+    assert [c.p_value for c in same.comparisons] == [1.0, 1.0, 1.0] and not same.passed
+
+
+def test_one_shared_item_is_enough_when_asked_for():
+    result = alternative_annotator_test(labels={0: {"a": 1, "b": 1, "c": 1}}, judge={0: 1}, min_items_per_annotator=1)
+    assert [c.items for c in result.comparisons] == [1, 1, 1]
+    assert [c.p_value for c in result.comparisons] == [0.0, 0.0, 0.0]  # the one difference, 0, is below 0.1
+
+
+def test_labels_that_are_not_mappings_are_named_in_the_message():
+    with pytest.raises(TypeError) as caught:
+        alternative_annotator_test(labels=[1], judge={1: 1})
+    assert str(caught.value) == "labels must map item -> (annotator -> label) and judge item -> label"
+    with pytest.raises(TypeError) as caught:
+        alternative_annotator_test(labels={"q1": ["a"]}, judge={"q1": 1})
+    assert str(caught.value) == "labels['q1'] must map annotator -> label, got list"
+
+
+def _panel(items=40):
+    """Three annotators who always agree; the judge agrees on the first 30 items and is wrong on the rest."""
+    labels = {i: {"a": 1, "b": 1, "c": 1} for i in range(items)}
+    return labels, {i: 1 if i < 30 else 0 for i in range(items)}
+
+
+def test_each_comparison_records_both_win_rates_and_the_result_its_settings():
+    labels, judge = _panel()
+    result = alternative_annotator_test(labels=labels, judge=judge, epsilon=0.3, alpha=0.2, scoring="accuracy")
+    assert [(c.annotator, c.items, c.rho_judge, c.rho_human) for c in result.comparisons] == [
+        ("a", 40, 0.75, 1.0),
+        ("b", 40, 0.75, 1.0),
+        ("c", 40, 0.75, 1.0),
+    ]
+    assert (result.epsilon, result.alpha, result.scoring, result.advantage_probability) == (0.3, 0.2, "accuracy", 0.75)
+
+
+def test_an_adjusted_p_value_equal_to_alpha_beats_the_annotator_and_half_beaten_passes():
+    labels, judge = _panel()
+    first = alternative_annotator_test(labels=labels, judge=judge, epsilon=0.3)
+    q = first.comparisons[0].adjusted_p_value
+    assert 0 < q < 1
+    at = alternative_annotator_test(labels=labels, judge=judge, epsilon=0.3, alpha=q)
+    assert all(c.beaten for c in at.comparisons)
+    # half the annotators beaten (omega exactly 0.5) passes: found among generated panels of four
+    halves = 0
+    for seed in range(60):
+        labels, _, _, annotate = generate(np.random.default_rng(seed), items=40, annotators=ANNOTATORS[:4])
+        result = alternative_annotator_test(labels=labels, judge=dict(enumerate(annotate(0.3).tolist())))
+        if result.winning_rate == 0.5:
+            halves += 1
+            assert result.passed and result.beaten == 2
+    assert halves >= 1
+
+
+def test_too_few_tested_annotators_warn_from_the_caller_and_enough_do_not():
+    labels, judge = _panel()
+    for i in range(35):
+        del labels[i]["c"]  # c has 5 items with others and the judge
+    with pytest.warns(UserWarning) as caught:
+        result = alternative_annotator_test(labels=labels, judge=judge, min_annotators=3)
+    assert [str(w.message) for w in caught] == [
+        "only 2 annotators have enough items for the test; the verdict rests on few comparisons"
+    ]
+    where = caught[0].filename
+    assert os.path.basename(where) != "alt_test.py"  # the caller's line, not the engine's
+    if "MUTANT_UNDER_TEST" not in os.environ:  # under ./dev mutate a trampoline stands between the two
+        assert where == __file__
+    assert [c.annotator for c in result.comparisons] == ["a", "b"]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(alternative_annotator_test(labels=labels, judge=judge, min_annotators=2).comparisons) == 2
+
+
+def test_items_with_two_annotators_count_and_items_without_the_judge_or_a_second_annotator_do_not():
+    pairs = {
+        i: {"a": 1, "b": 1} if i % 3 == 0 else {"b": 1, "c": 1} if i % 3 == 1 else {"a": 1, "c": 1} for i in range(90)
+    }
+    result = alternative_annotator_test(labels=pairs, judge=dict.fromkeys(range(90), 1), min_items_per_annotator=60)
+    assert [c.items for c in result.comparisons] == [60, 60, 60]  # exactly the minimum is enough
+    extra = {**pairs, 100: {"a": 1}, 101: {"a": 1, "b": 0, "c": 0}}  # one annotator only; not judged
+    again = alternative_annotator_test(labels=extra, judge=dict.fromkeys(range(90), 1), min_items_per_annotator=60)
+    assert again == result
+
+
+def test_annotators_of_mixed_types_sort_by_their_names_and_a_skipped_first_one_does_not_stop_the_rest():
+    labels = {i: {1: 1, "b": 1, "c": 1} for i in range(40)}
+    for i in range(30):
+        labels[i] = {"b": 1, "c": 1}
+    result = alternative_annotator_test(labels=labels, judge=dict.fromkeys(range(40), 1), min_annotators=2)
+    assert result.skipped == ((1, "10 items labelled with others and the judge, fewer than 30"),)
+    assert [c.annotator for c in result.comparisons] == ["b", "c"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"epsilon": 1.5}, "epsilon must be between 0 and 1, got 1.5"),
+        ({"alpha": 0.0}, "alpha must be strictly between 0 and 1, got 0.0"),
+        ({"min_items_per_annotator": 0}, "min_items_per_annotator must be a positive integer, got 0"),
+        ({"min_annotators": 0}, "min_annotators must be a positive integer, got 0"),
+        (
+            {"min_items_per_annotator": 41},
+            "no annotator labelled at least 41 items together with another annotator and the judge: label more "
+            "items with overlap, or lower min_items_per_annotator",
+        ),
+    ],
+)
+def test_settings_out_of_range_are_named_in_full(kwargs, message):
+    labels, judge = _panel()
+    with pytest.raises(ValueError) as caught:
+        alternative_annotator_test(labels=labels, judge=judge, **kwargs)
+    assert str(caught.value) == message

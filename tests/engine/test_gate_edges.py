@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from evalcore.engine import binary_agreement, gate, gate_frame
+from evalcore.engine import binary_agreement, gate, gate_frame, paired_bootstrap
+from evalcore.engine.paired_proportions import tango_interval
 from evalcore.engine.proportions import proportion_interval
 
 
@@ -322,3 +323,121 @@ def test_a_numeric_slice_column_is_a_slice_not_a_metric():
     report = gate_frame(base, base.copy(), slice_by="difficulty", iterations=300)
     assert {d.metric for d in report.decisions} == {"m"}
     assert [d.slice for d in report.decisions] == ["all", "1", "2", "3"]
+
+
+def _unconfirmed_drop():
+    """24 questions whose drop the bootstrap interval shows but the sign-flip test (Monte Carlo: 24 distinct
+    continuous differences) does not confirm at 2.5 %."""
+    rng = np.random.default_rng(263)
+    base = rng.random(24)
+    return base, base - rng.normal(0.03, 0.08, 24)
+
+
+def test_a_drop_the_sign_flip_test_does_not_confirm_is_reviewed_with_its_p_value_in_two_digits():
+    base, cand = _unconfirmed_drop()
+    decision = gate("m", base, cand, iterations=2000)
+    shown = f"{decision.mean:+.3f} [{decision.low:+.3f}, {decision.high:+.3f}]"
+    assert decision.status == "review" and decision.high < 0 and 0.025 < decision.p_value < 0.03
+    assert decision.message == f"m: drop {shown}, not significant by the paired sign-flip test (p = 0.027)"
+
+
+def test_p_values_are_written_in_two_digits_or_in_scientific_notation_below_one_in_ten_thousand():
+    from evalcore.engine.release_gate import _p
+
+    assert [_p(v) for v in (0.027, 1.0, 1e-4, 9.9e-5, 1.234e-7)] == ["0.027", "1", "0.0001", "9.9e-05", "1.2e-07"]
+
+
+def test_gate_passes_its_options_on_to_the_sign_flip_test_and_the_bootstrap():
+    base, cand = _unconfirmed_drop()
+    capped = gate("m", base, cand, iterations=2000, sign_flips=60)
+    assert capped.p_value >= 1 / 61 and capped.p_value != gate("m", base, cand, iterations=2000).p_value
+    for method in ("multinomial", "resample"):
+        decision = gate("m", base, cand, iterations=500, seed=3, confidence=0.9, interval="percentile", method=method)
+        expected = paired_bootstrap(base, cand, iterations=500, seed=3, confidence=0.9, method=method)
+        assert (decision.mean, decision.low, decision.high) == tuple(expected)
+
+
+def test_a_cell_is_pass_fail_only_when_both_runs_are_and_tango_uses_the_gate_s_confidence():
+    base = np.array([1.0] * 40 + [0.0] * 10 + [1.0] * 150)
+    cand = np.array([0.0] * 40 + [1.0] * 10 + [1.0] * 150)
+    decision = gate("m", base, cand, confidence=0.9)
+    assert (decision.low, decision.high) == tuple(tango_interval(40, 10, 200, confidence=0.9))[1:]
+    graded = gate("m", np.where(base == 1.0, 0.5, 0.0), cand, iterations=500)  # the base scores 0.5, not pass/fail
+    assert (graded.low, graded.high) != tuple(tango_interval(40, 10, 200))[1:]
+    assert graded.low == gate("m", np.where(base == 1.0, 0.5, 0.0), cand, iterations=500, interval="expanded").low
+    graded_cand = gate("m", base, np.where(cand == 1.0, 0.5, 0.0), iterations=500)  # now the candidate's are
+    assert graded_cand.interval_method == "expanded" and decision.interval_method == "tango"
+
+
+@pytest.mark.parametrize(("option", "message"), [("min_pairs", "min_pairs"), ("iterations", "iterations")])
+def test_gate_names_a_bad_count_in_its_message(option, message):
+    with pytest.raises(ValueError) as caught:
+        gate("m", [1.0, 0.0] * 10, [1.0, 1.0] * 10, **{option: 0})
+    assert str(caught.value) == f"{message} must be a positive integer, got 0"
+
+
+def test_a_drop_with_p_between_a_third_and_half_of_one_minus_the_confidence_blocks():
+    # alpha is (1 - confidence) / 2 = 0.025: p = 0.018 blocks (a third, 0.017, would not)
+    rng = np.random.default_rng(34)
+    base = rng.random(24)
+    decision = gate("m", base, base - rng.normal(0.03, 0.08, 24), iterations=2000)
+    assert 0.017 < decision.p_value < 0.025 and decision.status == "block"
+
+
+def test_holm_corrected_reviews_name_the_slice_the_direction_and_both_p_values():
+    base, cand = _unconfirmed_drop()
+    topic = ["x"] * 24
+    b = pd.DataFrame({"m": base, "lat": 1 - base, "topic": topic})
+    c = pd.DataFrame({"m": cand, "lat": 1 - cand, "topic": topic})
+    report = gate_frame(b, c, metrics=["m", "lat"], slice_by="topic", higher_is_better={"lat": False}, iterations=2000)
+    by = {(d.metric, d.slice): d for d in report.decisions}
+    for (metric, where), d in by.items():
+        assert d.status == "review" and d.family_size == 4 and d.p_adjusted > d.p_value
+        word, shown = ("increase", d) if metric == "lat" else ("drop", d)
+        interval = f"{shown.mean:+.3f} [{shown.low:+.3f}, {shown.high:+.3f}]"
+        place = "" if where == "all" else f" on slice {where}"
+        assert d.message == (
+            f"{metric}: {word}{place} {interval}, not significant after correcting for 4 decisions "
+            f"(p = {d.p_value:.2g}, Holm-adjusted {d.p_adjusted:.2g})"
+        )
+    uncorrected = gate_frame(b, c, metrics=["m"], correction="none", iterations=2000)
+    (alone,) = uncorrected.decisions
+    assert alone.p_adjusted == alone.p_value and alone.message.endswith(f"sign-flip test (p = {alone.p_value:.2g})")
+
+
+def test_tango_is_for_pass_fail_cells_only_and_other_intervals_take_any_scores():
+    base = np.array([1.0] * 40 + [0.0] * 10 + [1.0] * 150)
+    cand = np.array([0.0] * 40 + [1.0] * 10 + [1.0] * 150)
+    assert gate("m", base, cand, interval="tango").interval_method == "tango"
+    assert gate("m", base, cand, interval="percentile", iterations=500).interval_method == "percentile"
+    with pytest.raises(ValueError) as caught:
+        gate("m", base * 0.5, cand, interval="tango")
+    assert str(caught.value) == (
+        "Tango's score interval is for pass/fail metrics (scores 0 or 1); 'm' has other scores: use interval='auto' "
+        "or a bootstrap"
+    )
+    with pytest.raises(ValueError) as caught:
+        gate("m", base, cand, interval="wald")
+    assert str(caught.value) == "interval must be one of ('auto', 'tango', 'expanded', 'percentile'), got 'wald'"
+
+
+def test_the_sign_flip_budget_puts_the_smallest_p_value_a_tenth_below_the_corrected_level():
+    from evalcore.engine._gate_cells import sign_flips_for
+
+    assert sign_flips_for(210, alpha=0.025, at_least=10_000) == 84_000  # 10 * 210 / 0.025
+    assert sign_flips_for(1, alpha=0.025, at_least=10) == 400
+    assert sign_flips_for(1, alpha=0.025, at_least=10_000) == 10_000
+
+
+def test_the_gate_s_seed_reaches_the_monte_carlo_sign_flip_test():
+    base, cand = _unconfirmed_drop()
+    p_values = {gate("m", base, cand, iterations=200, seed=seed).p_value for seed in (4, 5, 6)}
+    assert len(p_values) == 3
+
+
+def test_a_p_value_exactly_at_the_level_is_a_significant_drop():
+    # five questions fell, none rose: McNemar's exact p is 1/32, exactly alpha at confidence 1 - 2/32
+    base, cand = [1.0] * 50, [0.0] * 5 + [1.0] * 45
+    at_level = gate("m", base, cand, confidence=1 - 2 / 32)
+    assert (at_level.p_value, at_level.status) == (1 / 32, "block")
+    assert gate("m", base, cand, confidence=0.94).status == "review"  # alpha 0.03 < 1/32

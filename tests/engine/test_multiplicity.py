@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from evalcore.engine.multiplicity import CORRECTIONS, adjust, check_correction, holm
+from evalcore.engine.multiplicity import CORRECTIONS, adjust, benjamini_yekutieli, check_correction, holm
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -61,3 +61,16 @@ def test_holm_names_what_is_wrong_with_its_p_values_in_full():
     with pytest.raises(ValueError) as caught:
         holm([[0.1, 0.2]])
     assert str(caught.value) == "p_values must be one-dimensional, got shape (1, 2)"
+
+
+@pytest.mark.parametrize("correct", [holm, benjamini_yekutieli])
+def test_tied_p_values_get_one_adjusted_value_in_any_order(correct):
+    # ties broken either way give the same numbers: permuting the input only permutes the output
+    p = np.array([0.02, 0.01, 0.02, 0.3, 0.02, 0.01, np.nan, 0.3])
+    adjusted = correct(p)
+    for value in (0.01, 0.02, 0.3):
+        assert len(set(adjusted[p == value].tolist())) == 1
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        order = rng.permutation(p.size)
+        np.testing.assert_array_equal(correct(p[order]), adjusted[order])

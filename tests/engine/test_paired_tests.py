@@ -3,12 +3,14 @@ Monte Carlo and normal paths against the exact distribution, and its size under 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from evalcore.engine import paired_tests
-from evalcore.engine.paired_tests import ENUMERATE_MAX, drop_test
+from evalcore.engine.paired_tests import ENUMERATE_MAX, STOP_AFTER, drop_test
 
 
 def scipy_sign_flip(diffs, *, n_resamples=np.inf, seed=0):
@@ -222,3 +224,63 @@ def test_a_change_equal_to_the_sum_of_two_others_ties_with_them_however_large_th
     result = drop_test(diffs)
     assert result.method == "exact"
     assert result.p_value == pytest.approx(scipy_sign_flip(diffs), rel=1e-12)
+
+
+# ---- the Monte Carlo path's bookkeeping, on sums whose exact distribution is known ----
+_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59)
+
+
+def _two_amounts(i0: int, j0: int, scale: float = 1.0) -> np.ndarray:
+    """Ten changes of pi and nine of e (no lattice, 19 > ENUMERATE_MAX: the Monte Carlo path); i0 and j0 rose."""
+    amounts = np.array([math.pi] * 10 + [math.e] * 9) * scale
+    rose = np.array([True] * i0 + [False] * (10 - i0) + [True] * j0 + [False] * (9 - j0))
+    return np.where(rose, amounts, -amounts)
+
+
+def test_monte_carlo_counts_sums_tied_with_the_observed_one_and_is_within_its_error_of_the_exact_tail():
+    # the exact tail counts the patterns tied with the observed one (here 43 % of it): C(10, i) C(9, j) / 2^19
+    observed = 2 * math.pi + 2 * math.e
+    exact = sum(
+        math.comb(10, i) * math.comb(9, j) for i in range(11) for j in range(10) if i * math.pi + j * math.e <= observed + 1e-9
+    ) / 2**19  # fmt: skip
+    results = [drop_test(_two_amounts(2, 2), seed=seed) for seed in range(12)]
+    assert {r.method for r in results} == {"monte-carlo"}
+    mean = float(np.mean([r.p_value for r in results]))
+    assert abs(mean - exact) < 0.15 * exact, (mean, exact)  # 12 x 50 extreme draws: about 4 % error
+
+
+def test_the_monte_carlo_p_value_does_not_depend_on_the_unit_of_the_scores():
+    for seed in range(4):
+        plain = drop_test(_two_amounts(3, 2), seed=seed)
+        assert drop_test(_two_amounts(3, 2, scale=1e8), seed=seed) == plain
+        assert drop_test(_two_amounts(3, 2, scale=1e-6), seed=seed) == plain
+
+
+def test_monte_carlo_stops_at_the_stop_after_th_extreme_pattern_and_never_below_its_true_tail():
+    # two large changes that fell and 17 small ones that rose: a random half is at least as extreme exactly when
+    # it leaves both large ones out, probability 1/4
+    small = [math.sqrt(p) / 100 for p in _PRIMES]
+    diffs = np.array([-(1000.0 + math.pi), -(1000.0 + math.e), *small])
+    results = [drop_test(diffs, seed=seed) for seed in range(200)]  # seed 137: exactly 50 in the first 256 draws
+    assert {r.method for r in results} == {"monte-carlo"}
+    assert all(r.p_value * r.draws == pytest.approx(STOP_AFTER) for r in results)
+    assert all(0.15 < r.p_value < 0.4 for r in results), min(r.p_value for r in results)
+    assert float(np.mean([r.p_value for r in results])) == pytest.approx(0.25, abs=0.015)
+
+
+def test_when_every_pattern_is_as_extreme_the_monte_carlo_p_value_is_one_after_stop_after_draws():
+    everything_rose = np.array([math.sqrt(p) for p in _PRIMES] + [math.pi, math.e])
+    result = drop_test(everything_rose)
+    assert (result.method, result.p_value, result.draws) == ("monte-carlo", 1.0, STOP_AFTER)
+
+
+def test_a_one_in_256_tail_is_found_by_monte_carlo():
+    # eight large changes fell, eleven small ones rose: only halves leaving all eight out are as extreme (1/256);
+    # the draws' first byte carries those eight signs
+    small = [math.sqrt(p) / 100 for p in _PRIMES[:11]]
+    diffs = np.array(
+        [-(1000.0 + math.sqrt(p)) for p in _PRIMES[11:]] + [-(1000.0 + math.pi), -(1000.0 + math.e)] + small
+    )
+    results = [drop_test(diffs, seed=seed) for seed in range(3)]
+    assert {r.method for r in results} == {"monte-carlo"}
+    assert all(1 / 400 < r.p_value < 1 / 170 for r in results), [r.p_value for r in results]

@@ -335,3 +335,76 @@ def test_the_interval_covers_the_truth_at_least_94_percent_over_4000_campaigns(d
 def test_the_difference_covers_the_truth_at_least_94_percent_over_4000_comparisons(design, labelled):
     coverage, width = difference_coverage(design, 4000, seed=31, labelled=labelled)
     assert 0.94 <= coverage <= 0.97, f"{design}, {labelled}: covered {coverage:.3f}, half-width {width:.4f}"
+
+
+def test_independent_strata_add_the_variance_of_their_means_about_the_overall_mean_over_the_rows():
+    # estimated shares: each stratum's own variance at its share squared, plus sum_h share_h (m_h - m)^2 / N
+    rng = np.random.default_rng(41)
+    y = np.concatenate([rng.random(30) * 0.4 + 0.6, rng.random(40) * 0.4])
+    f = rng.random(70)
+    rows = rng.random(400)
+    lab_strata = ["a"] * 30 + ["b"] * 40
+    row_strata = ["a"] * 100 + ["b"] * 300
+    common = dict(design="independent", tuning="labels", small_sample=False)
+    both = prediction_powered_mean(
+        labels=y, judge_labelled=f, judge_rows=rows, labelled_strata=lab_strata, row_strata=row_strata, **common
+    )
+    alone = [
+        prediction_powered_mean(labels=y[part], judge_labelled=f[part], judge_rows=rows[:n], **common)
+        for part, n in ((slice(0, 30), 100), (slice(30, 70), 300))
+    ]
+    shares, means = np.array([0.25, 0.75]), np.array([y[:30].mean(), y[30:].mean()])
+    overall = float(shares @ means)
+    between = float(shares @ (means - overall) ** 2) / 400
+    within = float(shares**2 @ [r.standard_error**2 for r in alone])
+    assert both.estimate == pytest.approx(overall, rel=1e-12)
+    assert both.standard_error**2 == pytest.approx(within + between, rel=1e-9)
+    assert between > 0.05 * within  # the term is large enough here to be seen
+
+
+def test_with_no_uncertainty_left_the_judge_s_worth_is_not_a_number_and_says_so():
+    from evalcore.engine import Interval
+    from evalcore.engine.ppi import PredictionPowered
+
+    fields = dict(standard_error=0.0, method="labels", labels_only=Interval(1.0, 1.0, 1.0), judge_raw=1.0)
+    for labels, effective in ((10, math.inf), (0, 0.0)):
+        r = PredictionPowered(
+            1.0, 1.0, 1.0, **fields, labels=labels, effective_labels=effective, weights=(0.0,), strata=1,
+            design="run", confidence=0.95,
+        )  # fmt: skip
+        assert r.in_words() == "the labels alone leave no uncertainty here"
+
+
+def _difference_variance(ya, yb, fa, fb, lam_a, lam_b):
+    """The documented variance of a one-stratum paired difference at weights (lam_a, lam_b), written out."""
+    has_a, has_b = ~np.isnan(ya), ~np.isnan(yb)
+    both = has_a & has_b
+    n_a, n_b, m, rows = has_a.sum(), has_b.sum(), both.sum(), ya.size
+    ra, rb = ya - lam_a * fa, yb - lam_b * fb
+    overlap = np.cov(ra[both], rb[both])[0, 1] * (m / (n_a * n_b) - 1 / rows)
+    return (
+        (1 / n_a - 1 / rows) * np.var(ra[has_a], ddof=1)
+        + (1 / n_b - 1 / rows) * np.var(rb[has_b], ddof=1)
+        - 2 * overlap
+    )
+
+
+def test_the_tuned_weights_of_a_difference_minimise_its_variance_over_both_weights():
+    rng = np.random.default_rng(43)
+    rows = 400
+    truth_a, truth_b = rng.random(rows), rng.random(rows)
+    fa = truth_a + rng.normal(0, 0.25, rows)  # the judge tracks the base run well, the candidate less so
+    fb = truth_b + rng.normal(0, 0.5, rows)
+    ya, yb = truth_a + rng.normal(0, 0.1, rows), 0.5 * truth_a + truth_b + rng.normal(0, 0.1, rows)
+    ya[150:], yb[:70], yb[220:] = np.nan, np.nan, np.nan  # base labelled 0-149, candidate 70-219: 80 on both
+    result = prediction_powered_difference(
+        base_judge=fa, candidate_judge=fb, base_labels=ya, candidate_labels=yb, design="run", guard=False
+    )
+    ((lam_a, lam_b),) = result.weights
+    assert 0.05 < lam_a < 0.95 and 0.05 < lam_b < 0.95  # an inside optimum: both weights matter
+    # the variance is a convex quadratic in the weights: no step in any direction lowers it
+    at = _difference_variance(ya, yb, fa, fb, lam_a, lam_b)
+    for da, db in ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, -1), (1, -1), (-1, 1)):
+        assert _difference_variance(ya, yb, fa, fb, lam_a + 0.01 * da, lam_b + 0.01 * db) > at
+    variance = _difference_variance(ya, yb, fa, fb, lam_a, lam_b)
+    assert result.standard_error**2 == pytest.approx(variance, rel=1e-9)

@@ -1,0 +1,180 @@
+"""The prediction-powered paired difference against the formulas written out here, field by field.
+
+Per stratum, with weights ``l_a, l_b`` and rectifiers ``r = y - l f`` on the labelled rows: the estimate
+``l_b mean(f_b) + mean(r_b) - l_a mean(f_a) - mean(r_a)``; the variance ``(1/n_a - 1/N) var(r_a) +
+(1/n_b - 1/N) var(r_b) - 2 cov(r_a, r_b) (m/(n_a n_b) - 1/N)`` over the ``m`` rows labelled on both runs.
+Strata add up at their shares of the rows; the "population" design adds the people's spread over N once.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from evalcore.engine.ppi import prediction_powered_difference
+
+Z95 = 1.959963984540054
+
+
+def _stratum(ya, yb, fa, fb, lam_a, lam_b):
+    has_a, has_b = ~np.isnan(ya), ~np.isnan(yb)
+    both = has_a & has_b
+    n_a, n_b, m, rows = has_a.sum(), has_b.sum(), both.sum(), ya.size
+    ra, rb = ya - lam_a * fa, yb - lam_b * fb
+    estimate = lam_b * fb.mean() + rb[has_b].mean() - lam_a * fa.mean() - ra[has_a].mean()
+    overlap = np.cov(ra[both], rb[both])[0, 1] * (m / (n_a * n_b) - 1 / rows) if m >= 2 else 0.0
+    variance = (1 / n_a - 1 / rows) * np.var(ra[has_a], ddof=1) + (1 / n_b - 1 / rows) * np.var(rb[has_b], ddof=1)
+    spread = np.var(ya[has_a], ddof=1) + np.var(yb[has_b], ddof=1)
+    spread -= 2 * np.cov(ya[both], yb[both])[0, 1] if m >= 2 else 0.0
+    return estimate, variance - 2 * overlap, spread
+
+
+def reference(ya, yb, fa, fb, strata, weights, design):
+    """(estimate, variance, labels-only estimate, labels-only variance, effective labels) from the formulas."""
+    names = sorted(set(strata))
+    keys = np.asarray(strata)
+    shares = np.array([np.mean(keys == s) for s in names])
+    tuned = [
+        _stratum(ya[keys == s], yb[keys == s], fa[keys == s], fb[keys == s], *weights[i]) for i, s in enumerate(names)
+    ]
+    alone = [_stratum(ya[keys == s], yb[keys == s], fa[keys == s], fb[keys == s], 0.0, 0.0) for s in names]
+    est, var = shares @ [t[0] for t in tuned], shares**2 @ [t[1] for t in tuned]
+    lab_est, lab_var = shares @ [a[0] for a in alone], shares**2 @ [a[1] for a in alone]
+    if design == "population":
+        spread = shares @ [a[2] for a in alone] + shares @ (np.array([a[0] for a in alone]) - lab_est) ** 2
+        var, lab_var = var + spread / ya.size, lab_var + spread / ya.size
+    has_a, has_b = ~np.isnan(ya), ~np.isnan(yb)
+    both = has_a & has_b
+    n_a, n_b, m = has_a.sum(), has_b.sum(), both.sum()
+    s_a, s_b = np.var(ya[has_a], ddof=1), np.var(yb[has_b], ddof=1)
+    s_ab = np.cov(ya[both], yb[both])[0, 1]
+    srs = s_a / n_a + s_b / n_b - 2 * s_ab * m / (n_a * n_b)
+    if design == "run":
+        srs -= (s_a + s_b - 2 * s_ab) / ya.size
+    labelled = int(n_a + n_b)
+    return est, var, lab_est, lab_var, labelled * srs / var, labelled
+
+
+def _runs(seed=44, rows=300):
+    rng = np.random.default_rng(seed)
+    truth_a, truth_b = rng.random(rows), rng.random(rows)
+    fa, fb = truth_a + rng.normal(0, 0.3, rows), truth_b + rng.normal(0, 0.4, rows)
+    ya = truth_a + rng.normal(0, 0.1, rows)
+    yb = 0.4 * truth_a + truth_b + rng.normal(0, 0.1, rows)
+    ya[rng.random(rows) < 0.55] = np.nan  # about 135 labelled on each run, about 60 on both
+    yb[rng.random(rows) < 0.55] = np.nan
+    strata = np.where(np.arange(rows) < 120, "hard", "easy")
+    return ya, yb, fa, fb, strata
+
+
+@pytest.mark.parametrize("design", ["run", "population"])
+@pytest.mark.parametrize("tuning", ["none", "labels", 0.4, "power"])
+@pytest.mark.parametrize("stratified", [False, True])
+def test_the_difference_is_the_formulas_field_by_field(design, tuning, stratified):
+    ya, yb, fa, fb, strata = _runs()
+    keys = strata if stratified else np.array(["all"] * ya.size)
+    result = prediction_powered_difference(
+        base_judge=fa,
+        candidate_judge=fb,
+        base_labels=ya,
+        candidate_labels=yb,
+        design=design,
+        strata=keys.tolist() if stratified else None,
+        tuning=tuning,
+        guard=False,
+    )
+    strata_count = 2 if stratified else 1
+    fixed = {"none": (1.0, 1.0), "labels": (0.0, 0.0), 0.4: (0.4, 0.4)}
+    weights = [fixed[tuning]] * strata_count if tuning in fixed else list(result.weights)
+    assert result.weights == tuple(tuple(w) for w in weights)
+    if tuning == "power":
+        assert all(0 < w < 1 for pair in weights for w in pair)
+    est, var, lab_est, lab_var, effective, labelled = reference(ya, yb, fa, fb, keys, weights, design)
+    assert result.estimate == pytest.approx(est, rel=1e-12, abs=1e-15)
+    assert result.standard_error == pytest.approx(math.sqrt(var), rel=1e-9)
+    assert (result.low, result.high) == pytest.approx(
+        (est - Z95 * math.sqrt(var), est + Z95 * math.sqrt(var)), rel=1e-9
+    )
+    assert tuple(result.labels_only) == pytest.approx(
+        (lab_est, lab_est - Z95 * math.sqrt(lab_var), lab_est + Z95 * math.sqrt(lab_var)), rel=1e-9
+    )
+    assert result.effective_labels == pytest.approx(effective, rel=1e-9)
+    assert (result.labels, result.strata, result.design, result.confidence) == (labelled, strata_count, design, 0.95)
+    assert result.judge_raw == pytest.approx(fb.mean() - fa.mean(), rel=1e-12)
+    method = {"none": "ppi", "labels": "labels"}.get(tuning, "ppi++")
+    assert (result.method, result.note) == (method, None)
+
+
+def test_a_judge_unrelated_to_people_gets_no_weight():
+    ya, yb, fa, fb, _ = _runs()
+    noise = np.random.default_rng(45).random(ya.size)  # a candidate judge that ignores the answers
+    guarded = prediction_powered_difference(
+        base_judge=fa, candidate_judge=noise, base_labels=ya, candidate_labels=yb, design="run"
+    )
+    ((lam_a, lam_b),) = guarded.weights
+    assert lam_a > 0 and lam_b == 0.0
+    est, var, *_ = reference(ya, yb, fa, noise, np.array(["all"] * ya.size), [(lam_a, 0.0)], "run")
+    assert guarded.estimate == pytest.approx(est, rel=1e-12) and guarded.standard_error == pytest.approx(math.sqrt(var))
+    useless = prediction_powered_difference(
+        base_judge=np.random.default_rng(46).random(ya.size), candidate_judge=noise, base_labels=ya,
+        candidate_labels=yb, design="run",
+    )  # fmt: skip
+    assert useless.weights == ((0.0, 0.0),) and useless.method == "labels"
+
+
+def test_a_constant_candidate_judge_gets_no_weight_and_the_base_weight_minimises_alone():
+    ya, yb, fa, fb, _ = _runs()
+    flat = np.full(ya.size, 0.5)  # no spread: the two weights' system is singular
+    result = prediction_powered_difference(
+        base_judge=fa, candidate_judge=flat, base_labels=ya, candidate_labels=yb, design="run", guard=False
+    )
+    ((lam_a, lam_b),) = result.weights
+    assert lam_b == 0.0 and 0.05 < lam_a < 0.95
+    keys = np.array(["all"] * ya.size)
+    at = reference(ya, yb, fa, flat, keys, [(lam_a, 0.0)], "run")[1]
+    for step in (-0.01, 0.01):
+        assert reference(ya, yb, fa, flat, keys, [(lam_a + step, 0.0)], "run")[1] > at
+
+
+def test_a_weight_past_one_is_clipped_to_one():
+    ya, yb, fa, fb, _ = _runs()
+    half_a, half_b = fa / 5, fb / 5  # people's scores move five times as far as these judges': weights past 1
+    result = prediction_powered_difference(
+        base_judge=half_a, candidate_judge=half_b, base_labels=ya, candidate_labels=yb, design="run", guard=False
+    )
+    assert result.weights == ((1.0, 1.0),)
+
+
+def test_labels_may_be_given_as_lists_with_none_for_unlabelled_rows():
+    ya, yb, fa, fb, _ = _runs()
+    as_lists = prediction_powered_difference(
+        base_judge=fa.tolist(), candidate_judge=fb.tolist(), design="run",
+        base_labels=[None if math.isnan(v) else v for v in ya], candidate_labels=[None if math.isnan(v) else v for v in yb],
+    )  # fmt: skip
+    as_arrays = prediction_powered_difference(
+        base_judge=fa, candidate_judge=fb, base_labels=ya, candidate_labels=yb, design="run"
+    )
+    assert as_lists == as_arrays
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"base_judge": [math.inf] + [0.5] * 9}, "base_judge must be finite numbers, got .*inf.* at position 0"),
+        (
+            {"candidate_judge": [0.5] * 9 + [math.nan]},
+            "candidate_judge must be finite numbers, got .*nan.* at position 9",
+        ),
+        ({"confidence": 1.0}, "confidence must be strictly between 0 and 1, got 1.0"),
+        ({"candidate_labels": [1.0] * 9}, "every array holds one value per question: got 10, 10, 10, 9"),
+        ({"candidate_labels": [1.0] * 9 + [math.inf]}, "labels must be finite numbers or NaN (unlabelled)"),
+    ],
+)
+def test_bad_input_is_named_in_full(change, message):
+    good = dict(
+        base_judge=[0.5] * 10, candidate_judge=[0.5] * 10, base_labels=[1.0, 0.0] * 5, candidate_labels=[1.0] * 10
+    )
+    with pytest.raises(ValueError, match=f"^{message}$".replace("(", r"\(").replace(")", r"\)")):
+        prediction_powered_difference(**{**good, **change}, design="run")
