@@ -22,6 +22,20 @@ def check_frames(base: pd.DataFrame, cand: pd.DataFrame) -> None:
             raise ValueError(f"{name} has question {dup!r} more than once; one row per question")
 
 
+def paired_frames(base: pd.DataFrame, cand: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Both frames on the questions they share, and a note when either run had questions the other lacks."""
+    check_frames(base, cand)
+    common = base.index.intersection(cand.index, sort=False)
+    if len(common) == 0:
+        raise ValueError("base and cand share no question ids: a comparison must be paired")
+    notes: list[str] = []
+    if len(common) < max(len(base), len(cand)):
+        notes.append(
+            f"paired on the {len(common)} questions both runs answered ({len(base)} base, {len(cand)} candidate)"
+        )
+    return base.loc[common], cand.loc[common], notes
+
+
 def metrics_of(b: pd.DataFrame, c: pd.DataFrame, metrics: Sequence[str] | None, slice_by: str | None) -> list[str]:
     """The metrics to gate: those asked for (each a column of both frames), or every numeric column both share."""
     if metrics is None:

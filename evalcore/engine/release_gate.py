@@ -37,7 +37,7 @@ from ._gate_cells import (
     is_pass_fail,
     sign_flips_for,
 )
-from ._gate_frames import cells_of, check_frames, metrics_of, slices_of
+from ._gate_frames import cells_of, metrics_of, paired_frames, slices_of
 from ._validation import check_positive_int, check_probability, paired_arrays
 from .bootstrap import BootstrapMethod
 from .multiplicity import Correction, adjust, check_correction
@@ -565,18 +565,9 @@ def gate_frame(
     >>> report.decisions[2].message
     'recall@5: inconclusive +0.000 [-0.161, +0.161]'
     """
-    check_frames(base, cand)
     min_pairs = check_positive_int(min_pairs, "min_pairs")
     correction = check_correction(correction)
-    common = base.index.intersection(cand.index, sort=False)
-    if len(common) == 0:
-        raise ValueError("base and cand share no question ids: a comparison must be paired")
-    notes: list[str] = []
-    if len(common) < max(len(base), len(cand)):
-        notes.append(
-            f"paired on the {len(common)} questions both runs answered ({len(base)} base, {len(cand)} candidate)"
-        )
-    b, c = base.loc[common], cand.loc[common]
+    b, c, notes = paired_frames(base, cand)
     metrics = metrics_of(b, c, metrics, slice_by)
     margins = {
         m: _check_metric(m, margin.get(m, DEFAULT_MARGIN) if isinstance(margin, Mapping) else margin) for m in metrics
@@ -598,7 +589,7 @@ def gate_frame(
     return GateReport(
         decisions=tuple(decisions),
         overall=overall_status([d.status for d in decisions]),
-        n_paired=len(common),
+        n_paired=len(b),
         notes=tuple(notes),
         family_size=sum(1 for cell in cells if cell.n >= min_pairs),
         correction=correction,
