@@ -434,6 +434,8 @@ class ComparisonDetailApi(EvalOwnerAPIView):
 
 
 class ChangedRowsApi(EvalOwnerAPIView):
+    pagination_class = Pagination  # the schema then says what the answer is: a page (count, next, results)
+
     class ChangedInput(serializers.Serializer):
         metric = serializers.CharField(max_length=100, help_text="one of the comparison's metrics")
         direction = serializers.ChoiceField(

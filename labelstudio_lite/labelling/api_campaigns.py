@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -51,20 +51,21 @@ def campaign_summary(campaign: Campaign) -> dict[str, Any]:
     }
 
 
-SUMMARY_FIELDS = {
-    "name": serializers.CharField(),
-    "run": serializers.CharField(),
-    "unit": serializers.CharField(),
-    "size": serializers.IntegerField(),
-    "overlap": serializers.IntegerField(),
-    "heldout_fraction": serializers.FloatField(),
-    "seed": serializers.IntegerField(),
-    "strata": serializers.ListField(child=serializers.DictField()),
-    "created_at": serializers.DateTimeField(),
-    "metric": serializers.CharField(),
-    "label_set": serializers.DictField(),
-    "guideline_version": serializers.IntegerField(),
-}
+class CampaignSummary(serializers.Serializer):
+    """A campaign as the list and the create answer show it (for the schema: the views build plain dicts)."""
+
+    name = serializers.CharField()
+    run = serializers.CharField()
+    unit = serializers.CharField()
+    size = serializers.IntegerField()
+    overlap = serializers.IntegerField()
+    heldout_fraction = serializers.FloatField()
+    seed = serializers.IntegerField()
+    strata = serializers.ListField(child=serializers.DictField())
+    created_at = serializers.DateTimeField()
+    metric = serializers.CharField()
+    label_set = serializers.DictField()
+    guideline_version = serializers.IntegerField()
 
 
 class CampaignListApi(APIView):
@@ -100,7 +101,7 @@ class CampaignListApi(APIView):
         judge_pass_at = serializers.FloatField(required=False, help_text="binary on a score: the judge passes at it")
 
     @extend_schema(
-        responses=inline_serializer("CampaignSummary", SUMMARY_FIELDS, many=True),
+        responses=CampaignSummary(many=True),
         summary="Campaigns (eval owners)",
         operation_id="campaigns_list",
     )
@@ -109,7 +110,7 @@ class CampaignListApi(APIView):
 
     @extend_schema(
         request=CampaignInput,
-        responses={201: inline_serializer("CampaignSummary", SUMMARY_FIELDS)},
+        responses={201: CampaignSummary},
         summary="Create a campaign validating one judge metric with its label set",
         operation_id="campaigns_create",
     )
@@ -157,12 +158,13 @@ def guideline_dict(guideline: Guideline) -> dict[str, Any]:
     }
 
 
-GUIDELINE_FIELDS = {
-    "version": serializers.IntegerField(),
-    "text": serializers.CharField(),
-    "created_at": serializers.DateTimeField(),
-    "created_by": serializers.CharField(allow_null=True),
-}
+class GuidelineOutput(serializers.Serializer):
+    """One version of a campaign's guideline (for the schema)."""
+
+    version = serializers.IntegerField()
+    text = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    created_by = serializers.CharField(allow_null=True)
 
 
 class GuidelineApi(APIView):
@@ -175,7 +177,7 @@ class GuidelineApi(APIView):
         text = serializers.CharField(allow_blank=True, max_length=20000, help_text="the guideline's new text")
 
     @extend_schema(
-        responses=inline_serializer("Guideline", GUIDELINE_FIELDS, many=True),
+        responses=GuidelineOutput(many=True),
         summary="The guideline's versions, newest first",
     )
     def get(self, request: Request, name: str) -> Response:
@@ -185,7 +187,7 @@ class GuidelineApi(APIView):
 
     @extend_schema(
         request=GuidelineInput,
-        responses={201: inline_serializer("Guideline", GUIDELINE_FIELDS)},
+        responses={201: GuidelineOutput},
         summary="Write the guideline's next version",
     )
     def post(self, request: Request, name: str) -> Response:

@@ -208,22 +208,25 @@ def test_keypress_to_next_item_over_100_items(page, live_server, tmp_path, annot
         f"p95 {p95:.1f} ms, max {ordered[-1]:.1f} ms"
     )
 
-    # double presses at several gaps (timed inside the page, so the gap is exact): which ones the guard stops
-    stopped = {}
+    # double presses at several gaps, each gap measured inside the page as the guard sees it (a busy
+    # machine fires a timer late: a 240 ms timer can press at 260 ms), so each case is judged by its real gap
+    stopped, seen = {}, {}
     for gap in (100, 150, 200, 240, 270, 300, 400):
         before = Label.objects.filter(annotator=annotator).count()
         page.wait_for_timeout(GUARD_MS + 100)
-        page.evaluate(
+        seen[gap] = page.evaluate(
             """gap => new Promise(done => {
                 const press = () => document.dispatchEvent(new KeyboardEvent('keydown', {key: 's', bubbles: true}));
+                const first = performance.now();
                 press();
-                setTimeout(() => { press(); done(); }, gap);
+                setTimeout(() => { const after = performance.now() - first; press(); done(after); }, gap);
             })""",
             gap,
         )
         wait_until_sent(page)
         stopped[gap] = Label.objects.filter(annotator=annotator).count() - before == 1
-    print(f"double press stopped by the {GUARD_MS} ms guard, by gap in ms: {stopped}")
-    assert stopped[100] and stopped[150] and stopped[200] and stopped[240]  # every gap under the guard
+    print(f"double press stopped by the {GUARD_MS} ms guard, by gap in ms (as pressed): {stopped}; gaps seen: {seen}")
+    under = [gap for gap in stopped if seen[gap] < GUARD_MS - 5]  # clear of the guard's own clock reading
+    assert len(under) >= 3 and all(stopped[gap] for gap in under), (stopped, seen)  # every gap under the guard
     assert not stopped[400]  # a deliberate second answer goes through
     assert "Saved" in status(page)
