@@ -5,8 +5,10 @@ campaign's own words; the same numbers as ``judge_report --json``."""
 from __future__ import annotations
 
 import re
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
 from labelstudio_lite.labelling.services.campaigns import campaign_create, campaign_new_guideline
@@ -118,3 +120,14 @@ def test_an_ordinal_report_shows_weighted_kappa_the_human_ceiling_and_the_altern
     sentence = agreement["alt_test"]["sentence"]
     assert sentence.startswith("the judge can") and sentence[0].upper() + sentence[1:] in text
     assert "Benjamini–Yekutieli" in text
+
+    out = StringIO()
+    call_command("judge_report", campaign.name, stdout=out)
+    table = " ".join(out.getvalue().split())
+    confusion = report["overall"]["confusion"]
+    assert "judge above 2 judge 1–2" in table and "unsupported" not in table
+    passed, failed = confusion["people_supported"], confusion["people_unsupported"]
+    assert (
+        f"people above 2 {passed['judge_supported']} {passed['judge_unsupported']} "
+        f"people 1–2 {failed['judge_supported']} {failed['judge_unsupported']}"
+    ) in table

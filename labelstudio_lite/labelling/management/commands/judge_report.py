@@ -61,14 +61,7 @@ class Command(BaseCommand):
             f"agreement {o.agreement:.3f} · kappa {o.kappa if o.kappa is None else round(o.kappa, 3)} "
             f"({_fmt(o.kappa_low)}–{_fmt(o.kappa_high)}) · {o.miss_sentence} · {o.prevalence_sentence}"
         )
-        c = o.confusion
-        self.stdout.write(f"{'':<20}{'judge supported':>17}{'judge unsupported':>19}")
-        self.stdout.write(
-            f"{'people supported':<20}{c.people_supported.judge_supported:>17}{c.people_supported.judge_unsupported:>19}"
-        )
-        self.stdout.write(
-            f"{'people unsupported':<20}{c.people_unsupported.judge_supported:>17}{c.people_unsupported.judge_unsupported:>19}"
-        )
+        self._confusion(campaign, o.confusion)
         self.stdout.write(f"\n{'slice':<16}{'n':>5}{'kappa':>8}{'  (95% CI)':<16}{'missed':>10}{'miss rate':>11}")
         for s in report.slices:
             st = s.stats
@@ -81,6 +74,20 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"\nJudge pass rate on the run {pct(r.raw)} · corrected for the judge's errors {pct(r.corrected)} "
                 f"({pct(r.low)}–{pct(r.high)})"
+            )
+
+    def _confusion(self, campaign, c) -> None:
+        """The confusion table in the campaign's words ("supported" / "unsupported", "3–5" / "1–2")."""
+        if campaign.ordinal:
+            passed, failed = f"above {campaign.fail_at:g}", f"{campaign.scale_min}–{campaign.fail_at:g}"
+        else:
+            passed, failed = campaign.pass_word.lower(), campaign.fail_word.lower()
+        left = max(20, len(f"people {failed}") + 2)
+        first, second = max(17, len(f"judge {passed}") + 2), max(19, len(f"judge {failed}") + 2)
+        self.stdout.write(f"{'':<{left}}{'judge ' + passed:>{first}}{'judge ' + failed:>{second}}")
+        for word, row in ((passed, c.people_supported), (failed, c.people_unsupported)):
+            self.stdout.write(
+                f"{'people ' + word:<{left}}{row.judge_supported:>{first}}{row.judge_unsupported:>{second}}"
             )
 
     def _publish(self, campaign, verdict_set, options):
