@@ -14,7 +14,9 @@ import math
 import numpy as np
 import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
+from scipy import stats
 
+from evalcore.engine._ppi import t_quantile
 from evalcore.engine.judge import Stratum, corrected_pass_rate
 from evalcore.engine.ppi import prediction_powered_difference, prediction_powered_mean
 
@@ -408,3 +410,23 @@ def test_the_tuned_weights_of_a_difference_minimise_its_variance_over_both_weigh
         assert _difference_variance(ya, yb, fa, fb, lam_a + 0.01 * da, lam_b + 0.01 * db) > at
     variance = _difference_variance(ya, yb, fa, fb, lam_a, lam_b)
     assert result.standard_error**2 == pytest.approx(variance, rel=1e-9)
+
+
+@pytest.mark.parametrize("confidence", [0.90, 0.95, 0.975, 0.99])
+@pytest.mark.parametrize("df", [3, 4.2, 10, 14.5, 30, 100, 1000])
+def test_the_t_quantile_is_students_at_fractional_degrees_of_freedom(confidence, df):
+    z = float(stats.norm.ppf(confidence))
+    assert t_quantile(z, df) == pytest.approx(float(stats.t.ppf(confidence, df)), abs=1e-9)
+    assert t_quantile(z, df) > z  # Student's tails are always heavier than the normal's
+
+
+@pytest.mark.parametrize("df", [math.inf, -math.inf, math.nan, 0.0, -2.0])
+def test_the_t_quantile_without_usable_degrees_of_freedom_is_the_normal_one(df):
+    assert t_quantile(1.959964, df) == 1.959964
+
+
+def test_the_t_quantile_holds_degrees_of_freedom_under_three_at_three():
+    # one or two labelled rows a stratum would give a quantile in the tens: they are widened as if they had three
+    at_three = float(stats.t.ppf(stats.norm.cdf(1.959964), 3))
+    assert t_quantile(1.959964, 1.0) == t_quantile(1.959964, 2.5) == pytest.approx(at_three, rel=1e-12)
+    assert t_quantile(1.959964, 3.5) < at_three
