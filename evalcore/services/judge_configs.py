@@ -379,15 +379,17 @@ def judge_config_create(
 
 
 def judge_config_named(ref: str) -> JudgeConfig:
-    """The judge config named ``ref`` (or ``#ID``, or a hash prefix of 8+ characters); NotFound otherwise."""
+    """The judge config named ``ref`` (or ``#ID``, or a hash prefix of 8+ characters, bare or as the
+    ``judge-<hash>`` label an unnamed config is listed under); NotFound otherwise."""
     configs = JudgeConfig.objects.all()
     found = None
     if ref.startswith("#") and ref[1:].isdigit():
         found = configs.filter(pk=int(ref[1:])).first()
     else:
         found = configs.filter(name=ref).first()
-        if found is None and len(ref) >= 8 and re.fullmatch(r"[0-9a-f]+", ref):
-            matches = list(configs.filter(config_hash__startswith=ref)[:2])
+        prefix = ref.removeprefix("judge-")
+        if found is None and len(prefix) >= 8 and re.fullmatch(r"[0-9a-f]+", prefix):
+            matches = list(configs.filter(config_hash__startswith=prefix)[:2])
             found = matches[0] if len(matches) == 1 else None
     if found is None:
         raise NotFound(

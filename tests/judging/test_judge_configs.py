@@ -216,3 +216,18 @@ def test_configs_are_created_from_the_page_and_the_api(db, owner_client):
     assert bad.status_code == 400 and bad.json()["problems"][0]["field"] == "prompt"
     listed = owner_client.get("/api/judge-configs/").json()["results"]
     assert {c["name"] for c in listed} == {"from-page", "from-api"}
+
+
+def test_an_unnamed_config_is_shown_by_the_label_the_list_gives_it(db):
+    config = JudgeConfig.objects.create(**normalize_judge_config(JUDGE_CONFIG))  # imported with a run: no name
+    listed = io.StringIO()
+    call_command("judge_config", "list", stdout=listed)
+    label = listed.getvalue().split()[0]
+    assert not config.name and label == f"judge-{config.config_hash[:8]}"
+
+    for ref in (label, config.config_hash[:12], f"#{config.pk}"):
+        out = io.StringIO()
+        call_command("judge_config", "show", ref, stdout=out)
+        assert out.getvalue().startswith(f"judge config {label} · hash {config.config_hash}")
+    with pytest.raises(CommandError, match="there is no judge config 'judge-0000'"):
+        call_command("judge_config", "show", "judge-0000")  # too short a prefix to name one
