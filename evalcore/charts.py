@@ -170,11 +170,18 @@ def _forest_compact(rows: Sequence[ForestRow], *, width: int) -> str:
 
 
 def confusion_heatmap_svg(
-    confusion: dict, *, reference: str = "people", predicted: str = "judge", width: int = 360
+    confusion: dict,
+    *,
+    reference: str = "people",
+    predicted: str = "judge",
+    classes: tuple[str, str] = ("supported", "unsupported"),
+    width: int = 360,
 ) -> str:
-    """A 2x2 heat map with the count and the share of the reference row in every cell."""
+    """A 2x2 heat map with the count and the share of the reference row in every cell; ``classes`` are the
+    pass and failure classes' words (a relevance campaign's "relevant" / "not relevant")."""
     rows = [("supported", confusion["people_supported"]), ("unsupported", confusion["people_unsupported"])]
     cols = ["supported", "unsupported"]
+    shown = dict(zip(cols, classes, strict=True))
     top, left, cell = 46, 118, (width - 128) // 2
     maximum = max(1, max(r[c] for _, r in rows for c in ("judge_supported", "judge_unsupported")))
     parts = [
@@ -183,11 +190,11 @@ def confusion_heatmap_svg(
     ]
     for j, name in enumerate(cols):
         parts.append(
-            f'<text x="{left + cell * j + cell / 2}" y="{top - 8}" text-anchor="middle" class="hm-label">{name}</text>'
+            f'<text x="{left + cell * j + cell / 2}" y="{top - 8}" text-anchor="middle" class="hm-label">{escape(shown[name])}</text>'
         )
     for i, (name, row) in enumerate(rows):
         parts.append(
-            f'<text x="{left - 8}" y="{top + cell * i + cell / 2 + 4}" text-anchor="end" class="hm-label">{name}</text>'
+            f'<text x="{left - 8}" y="{top + cell * i + cell / 2 + 4}" text-anchor="end" class="hm-label">{escape(shown[name])}</text>'
         )
         total = row["judge_supported"] + row["judge_unsupported"]
         for j, col in enumerate(cols):

@@ -99,6 +99,11 @@ def test_an_ordinal_report_shows_weighted_kappa_the_human_ceiling_and_the_altern
 
     text = page_text(owner_client, campaign)
     assert report["verdict"]["line"] in text and "unsupported" not in report["verdict"]["line"]
+    heatmap = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
+    heatmap = heatmap[heatmap.index('<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="Confusion') :]
+    heatmap = heatmap[: heatmap.index("</svg>")]
+    words = (campaign.pass_word.lower(), campaign.fail_word.lower())
+    assert all(f'class="hm-label">{word}</text>' in heatmap for word in words) and "supported" not in heatmap
     assert "of answers scored 1–2" in report["verdict"]["line"]
     assert "weighted kappa (linear)" in report["verdict"]["line"]
     assert "Weighted kappa (linear)" in text and "Miss rate on answers scored 1–2" in text

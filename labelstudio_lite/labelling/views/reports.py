@@ -53,7 +53,13 @@ def _report(
         "report": report,
         "verdict_set": verdict_set,
         "verdict_sets": verdict_sets_of(campaign),
-        "heatmap": confusion_heatmap_svg(report.overall.confusion.as_dict()) if report.overall.n else "",
+        "heatmap": (
+            confusion_heatmap_svg(
+                report.overall.confusion.as_dict(), classes=(campaign.pass_word.lower(), campaign.fail_word.lower())
+            )
+            if report.overall.n
+            else ""
+        ),
         "slice_plot": _slice_plot([s.as_dict() for s in report.slices]) if report.slices else "",
         "threshold_form": ThresholdForm(
             initial={"fit_kappa": campaign.fit_kappa, "fit_miss_rate": campaign.fit_miss_rate}
