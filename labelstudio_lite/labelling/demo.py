@@ -53,6 +53,11 @@ def load_labelling_demo(paths: dict[str, Path], run: Run, baseline: Run | None =
     ``--judge-correction ppi`` decides the demo's faithfulness change on the corrected difference.
     """
     lines = []
+    # First, so the claim campaign stays the newest: the judge's certificate and the story come from it.
+    for answers_run in (baseline, run) if baseline is not None else ():
+        name = f"{ANSWERS}-{answers_run.name}"
+        if not Campaign.objects.filter(name=name).exists():
+            lines.append(_answers_campaign(answers_run, name, paths["questions"].parent))
     if not Campaign.objects.filter(name=LABELLED).exists():
         campaign = campaign_create(
             run=run,
@@ -108,10 +113,6 @@ def load_labelling_demo(paths: dict[str, Path], run: Run, baseline: Run | None =
         lines.append(verdicts_import(campaign=campaign, path=verdicts_path, judge_config=tuned_config).message)
     if not Campaign.objects.filter(name=RELEVANCE).exists():
         lines.append(_relevance_campaign(run))
-    for answers_run in (baseline, run) if baseline is not None else ():
-        name = f"{ANSWERS}-{answers_run.name}"
-        if not Campaign.objects.filter(name=name).exists():
-            lines.append(_answers_campaign(answers_run, name, paths["questions"].parent))
     if not Campaign.objects.filter(name=OPEN).exists():
         from django.contrib.auth import get_user_model
 
