@@ -25,6 +25,10 @@ from .services.verdicts import verdicts_import
 LABELLED = "faithfulness-claims"
 OPEN = "demo-claims"
 RELEVANCE = "answer-relevance"
+#: The answer-level faithfulness campaigns, one per demo run (the name ends with the run's name).
+ANSWERS = "faithfulness-answers"
+#: Answers labelled per run: 60 per question type, so every slice x verdict stratum has labels.
+ANSWERS_SIZE = 240
 PEOPLE = ["maria", "tom"]
 RELEVANCE_PEOPLE = ["ann1", "ann2", "ann3"]
 #: The relevance guideline (version 1) annotators see.
@@ -40,13 +44,20 @@ def stated_in_context(row: Row, claim_index: int) -> bool:
     return any(claim in chunk["text"] for chunk in row.context_chunks)
 
 
-def load_labelling_demo(paths: dict[str, Path], run: Run) -> list[str]:
+def load_labelling_demo(paths: dict[str, Path], run: Run, baseline: Run | None = None) -> list[str]:
     """Create the demo campaigns once (idempotent) and return what was done, line by line.
 
     ``run`` is the candidate run scored by the original judge; ``paths`` are the demo files
-    (the tuned judge's config and its re-scored rows of the same run give its verdicts).
+    (the tuned judge's config and its re-scored rows of the same run give its verdicts). ``baseline`` is
+    the baseline run: with it both runs get an answer-level faithfulness campaign, labelled, so the gate's
+    ``--judge-correction ppi`` decides the demo's faithfulness change on the corrected difference.
     """
     lines = []
+    # First, so the claim campaign stays the newest: the judge's certificate and the story come from it.
+    for answers_run in (baseline, run) if baseline is not None else ():
+        name = f"{ANSWERS}-{answers_run.name}"
+        if not Campaign.objects.filter(name=name).exists():
+            lines.append(_answers_campaign(answers_run, name, paths["questions"].parent))
     if not Campaign.objects.filter(name=LABELLED).exists():
         campaign = campaign_create(
             run=run,
@@ -111,6 +122,40 @@ def load_labelling_demo(paths: dict[str, Path], run: Run) -> list[str]:
         )
         lines.append(f"Campaign {OPEN}: {campaign.items.count()} claims open for ann1, ann2 and ann3 (overlap 2).")
     return lines
+
+
+def answer_supported(row: Row) -> bool:
+    """Whether every claim of the answer is stated in the context the model saw: what a careful person finds."""
+    return all(stated_in_context(row, index) for index in range(len(row.claims or [])))
+
+
+def _answers_campaign(run: Run, name: str, folder: Path) -> str:
+    """An answer-level faithfulness campaign on ``run``, every item labelled by maria or tom (who are right)."""
+    campaign = campaign_create(
+        run=run,
+        name=name,
+        unit="answer",
+        size=ANSWERS_SIZE,
+        heldout_fraction=0.3,
+        overlap=1,
+        seed=17,
+        guidance="An answer is supported when the context shown states every claim it makes.",
+    )
+    rng = random.Random(name)
+    path = folder / f"{name}.labels.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["question_id", "label", "annotator"])
+        writer.writeheader()
+        for item in Item.objects.filter(campaign=campaign).select_related("row__question").order_by("position"):
+            writer.writerow(
+                {
+                    "question_id": item.row.question.qid,
+                    "label": "supported" if answer_supported(item.row) else "unsupported",
+                    "annotator": rng.choice(PEOPLE),
+                }
+            )
+    result = labels_import(campaign=campaign, path=path)
+    return f"Campaign {name}: {campaign.items.count()} answers of run {run.name}; {result.message}"
 
 
 def _tuned_verdicts(rows_path: Path) -> dict[tuple[str, int], bool]:

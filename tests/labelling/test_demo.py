@@ -164,3 +164,22 @@ def test_the_demo_prints_the_address_it_will_be_served_on(demo, settings, tmp_pa
 
     assert "http://127.0.0.1:8123/label/demo-claims/" in out.getvalue()
     assert ":8000" not in out.getvalue()
+
+
+def test_the_demo_gate_decides_faithfulness_on_the_judge_corrected_difference(demo):
+    """Both demo runs carry answer-level faithfulness labels, so --judge-correction ppi corrects every faithfulness
+    cell (overall and per question type) instead of falling back to the judge's raw difference."""
+    for run in ("chunks-512", "chunks-256-rerank"):
+        campaign = Campaign.objects.get(name=f"faithfulness-answers-{run}")
+        assert campaign.unit == "answer" and campaign.run.name == run
+    out = io.StringIO()
+    with pytest.raises(SystemExit):
+        call_command(
+            "gate", base="chunks-512", candidate="chunks-256-rerank", judge_correction="ppi", stdout=out, stderr=out
+        )
+    lines = [line.strip() for line in out.getvalue().splitlines() if line.strip().startswith("faithfulness")]
+    corrections = [line for line in lines if "difference" in line]
+    assert len(corrections) == 5  # all, and the four question types
+    assert all(
+        line.split(":", 1)[1].strip().startswith("decided on the judge-corrected difference") for line in corrections
+    )

@@ -50,7 +50,7 @@ class Command(BaseCommand):
             runs[name] = outcome.run
             self.stdout.write(outcome.message)
         call_command("create_demo_users", stdout=self.stdout)
-        for line in load_labelling_demo(paths, runs["chunks-256-rerank"]):
+        for line in load_labelling_demo(paths, runs["chunks-256-rerank"], baseline=runs["chunks-512"]):
             self.stdout.write(line)
         self.stdout.write("")
         self.stdout.write(
