@@ -19,7 +19,7 @@ from labelstudio_lite.accounts.access import IsEvalOwner
 from .access import campaign_for_owner
 from .models import Campaign, Guideline
 from .selectors import campaigns_list
-from .services.campaigns import campaign_create, campaign_new_guideline
+from .services.campaigns import ALLOCATIONS, allocation_options, campaign_create, campaign_new_guideline
 from .services.label_sets import label_set
 
 
@@ -35,6 +35,7 @@ def campaign_summary(campaign: Campaign) -> dict[str, Any]:
         "heldout_fraction": campaign.heldout_fraction,
         "seed": campaign.seed,
         "strata": campaign.strata,
+        "allocation": campaign.allocation,
         "created_at": campaign.created_at,
         "metric": campaign.metric,
         "label_set": {
@@ -62,6 +63,7 @@ class CampaignSummary(serializers.Serializer):
     heldout_fraction = serializers.FloatField()
     seed = serializers.IntegerField()
     strata = serializers.ListField(child=serializers.DictField())
+    allocation = serializers.CharField()
     created_at = serializers.DateTimeField()
     metric = serializers.CharField()
     label_set = serializers.DictField()
@@ -99,6 +101,18 @@ class CampaignListApi(APIView):
         pass_word = serializers.CharField(required=False, max_length=40, help_text="binary: the pass word")
         fail_word = serializers.CharField(required=False, max_length=40, help_text="binary: the fail word")
         judge_pass_at = serializers.FloatField(required=False, help_text="binary on a score: the judge passes at it")
+        allocation = serializers.ChoiceField(
+            choices=list(ALLOCATIONS),
+            default="floor",
+            help_text="tuning items over slice x verdict: floor (the rare verdict gets a quarter) or neyman (where the "
+            "judge is least reliable; each item records its inclusion probability; held-out items stay random)",
+        )
+        pass_disagreement = serializers.FloatField(
+            required=False, min_value=0.0, max_value=1.0, help_text="neyman: share of the judge's passes people fail"
+        )
+        fail_disagreement = serializers.FloatField(
+            required=False, min_value=0.0, max_value=1.0, help_text="neyman: share of the judge's fails people pass"
+        )
 
     @extend_schema(
         responses=CampaignSummary(many=True),
@@ -143,6 +157,7 @@ class CampaignListApi(APIView):
                 annotators=values["annotators"],
                 user=request.user,
                 labels=labels,
+                **allocation_options(values),
             )
         except UserFacingError as error:
             return Response(refusal(error), status=status.HTTP_400_BAD_REQUEST)

@@ -66,6 +66,30 @@ class CampaignForm(forms.Form):
     fail_at = forms.FloatField(
         required=False, label="Failure class at or below", help_text="Ordinal: scores at or below this fail (e.g. 2)."
     )
+    allocation = forms.ChoiceField(
+        choices=[
+            ("floor", "Verdict floor: the judge's rare verdict gets at least a quarter"),
+            ("neyman", "Neyman: labels where the judge is least reliable (weighted back in every estimate)"),
+        ],
+        initial="floor",
+        required=False,
+        label="Tuning items",
+        help_text="Held-out items are drawn at random either way; each item records its inclusion probability.",
+    )
+    pass_disagreement = forms.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        label="Neyman: people fail of the judge's passes",
+        help_text="Your guess, a share; blank: 0.15.",
+    )
+    fail_disagreement = forms.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        label="Neyman: people pass of the judge's fails",
+        help_text="Your guess, a share; blank: 0.5.",
+    )
     # the plan's assumptions: they shape the preview, not the campaign
     miss_rate = forms.FloatField(
         min_value=0.0,

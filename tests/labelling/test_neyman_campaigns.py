@@ -23,6 +23,7 @@ from labelstudio_lite.labelling.services.campaigns import (
     CampaignError,
     Candidate,
     _stratified_sample,
+    plan_campaign,
     stratum_label,
 )
 from tests import factories
@@ -151,3 +152,63 @@ def test_a_neyman_campaign_records_its_allocation_and_each_items_inclusion_proba
         assert item.sampling_weight == pytest.approx(1 / item.inclusion_probability)
     floor = factories.make_campaign(run=run, name="floor", size=30, user=owner)
     assert floor.allocation == "floor" and all(i.inclusion_probability is not None for i in floor.items.all())
+
+
+@pytest.mark.django_db
+def test_the_api_and_the_campaign_form_create_neyman_campaigns_and_refuse_by_field(tmp_path, owner_client):
+    """Every door takes the allocation (the API and the form as the command does) and names the field it refuses."""
+    run = factories.make_marked_run(folder=tmp_path / "n", n=60)
+    body = {"run": run.name, "name": "api-ney", "unit": "answer", "size": 30, "allocation": "neyman"}
+    made = owner_client.post("/api/campaigns/", {**body, "fail_disagreement": 0.6}, content_type="application/json")
+    assert made.status_code == 201, made.content
+    assert made.json()["allocation"] == "neyman"
+    campaign = run.campaigns.get(name="api-ney")
+    assert campaign.allocation == "neyman"
+    probabilities = {round(i.inclusion_probability, 9) for i in campaign.items.all()}
+    assert len(probabilities) > 1  # Neyman's strata are sampled at different rates, each recorded
+    assert campaign.strata == _stratified_sample_strata(run, allocation="neyman", disagreement={False: 0.6})
+
+    for field, value in (("allocation", "optimal"), ("pass_disagreement", 1.5), ("fail_disagreement", -0.1)):
+        refused = owner_client.post(
+            "/api/campaigns/", {**body, "name": f"bad-{field}", field: value}, content_type="application/json"
+        )
+        assert refused.status_code == 400 and list(refused.json()) == [field], refused.content
+    assert not run.campaigns.filter(name__startswith="bad-").exists()
+
+    form = {"name": "form-ney", "run": run.pk, "unit": "answer", "size": 30, "heldout_fraction": 0.3}
+    form |= {"overlap": 1, "seed": 7, "metric": "faithfulness", "scale": "binary", "allocation": "neyman"}
+    page = owner_client.post("/campaigns/", form)
+    assert page.status_code == 302, page.content.decode()[:2000]
+    assert run.campaigns.get(name="form-ney").allocation == "neyman"
+    overview = owner_client.get("/campaigns/form-ney/").content.decode()
+    assert "Neyman&#x27;s allocation" in overview or "Neyman's allocation" in overview
+    for stratum in run.campaigns.get(name="form-ney").strata:
+        assert f"{stratum['inclusion_probability']:.3f}</td>" in overview
+    page = owner_client.post("/campaigns/", {**form, "name": "form-bad", "pass_disagreement": "2"})
+    assert page.status_code == 400 and not run.campaigns.filter(name="form-bad").exists()
+    assert "Ensure this value is less than or equal to 1.0" in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_preview_shows_the_neyman_tuning_split_before_anything_is_created(tmp_path, owner_client):
+    run = factories.make_marked_run(folder=tmp_path / "n", n=60)
+    form = {"run": run.pk, "unit": "answer", "size": 30, "heldout_fraction": 0.3, "overlap": 1, "seed": 7}
+    tuning = {}
+    for allocation in ("floor", "neyman"):
+        html = owner_client.post("/campaigns/preview/", {**form, "allocation": allocation}).content.decode()
+        expected = _stratified_sample_strata(run, allocation=allocation)
+        for stratum in expected:
+            assert f"<td>{stratum['stratum']}</td>" in html
+        tuning[allocation] = [(s["stratum"], s["tuning"], s["heldout"]) for s in expected]
+        row_cells = [f'<td class="num">{t}</td><td class="num">{h}</td>' for _, t, h in tuning[allocation]]
+        assert all(cells in html for cells in row_cells), (allocation, html)
+    assert tuning["floor"] != tuning["neyman"]
+    assert not run.campaigns.exists()
+
+
+def _stratified_sample_strata(run, *, allocation: str, disagreement: dict | None = None) -> list[dict]:
+    """The strata the sampling service gives for the doors' settings (size 30, held-out 0.3, seed 7)."""
+    plan = plan_campaign(
+        run=run, unit="answer", size=30, seed=7, heldout_fraction=0.3, allocation=allocation, disagreement=disagreement
+    )
+    return plan.strata

@@ -164,14 +164,28 @@ def check_allocation(allocation: str, disagreement: dict[bool, float] | None) ->
     if allocation not in ALLOCATIONS:
         raise CampaignError(
             f"allocation must be one of {', '.join(ALLOCATIONS)} (floor: the judge's rare verdict gets at least a "
-            f"quarter of the sample; neyman: labels where the judge is least reliable), got {allocation!r}"
+            f"quarter of the sample; neyman: labels where the judge is least reliable), got {allocation!r}",
+            field="allocation",
         )
     out = {**DEFAULT_DISAGREEMENT, **(disagreement or {})}
     for verdict, value in out.items():
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
             word = "passed" if verdict else "failed"
-            raise CampaignError(f"the disagreement on answers the judge {word} is a share from 0 to 1, got {value!r}")
+            raise CampaignError(
+                f"the disagreement on answers the judge {word} is a share from 0 to 1, got {value!r}",
+                field=f"{'pass' if verdict else 'fail'}_disagreement",
+            )
     return out
+
+
+def allocation_options(data: dict[str, Any]) -> dict[str, Any]:
+    """The allocation and Neyman's guessed disagreement per verdict among a form's, a request's or a command's
+    values (``pass_disagreement``: the share of the judge's passes people fail; blank ones take the defaults)."""
+    guesses = {True: data.get("pass_disagreement"), False: data.get("fail_disagreement")}
+    return {
+        "allocation": data.get("allocation") or "floor",
+        "disagreement": {verdict: value for verdict, value in guesses.items() if value is not None},
+    }
 
 
 def _allocations(

@@ -34,6 +34,7 @@ from ..selectors import (
 )
 from ..services.adjudication import adjudicate
 from ..services.campaigns import (
+    allocation_options,
     campaign_create,
     campaign_new_guideline,
     campaign_remove_annotator,
@@ -83,9 +84,10 @@ def campaign_list(request: HttpRequest) -> HttpResponse:
                 guidance=data["guidance"],
                 annotators=data["annotators"],
                 user=request.user,
+                **allocation_options(data),
             )
         except UserFacingError as error:
-            form.add_error(None, str(error))
+            form.add_error(error.field if error.field in form.fields else None, str(error))
         else:
             messages.success(request, f"Created campaign {campaign.name} with {campaign.items.count()} items.")
             return redirect(reverse("labelling:campaign", args=[campaign.name]))
@@ -117,6 +119,7 @@ def campaign_preview(request: HttpRequest) -> HttpResponse:
                 overlap=data["overlap"],
                 labels=_labels(data),
                 **plan_assumptions(data),
+                **allocation_options(data),
             )
         except UserFacingError as exc:
             error = str(exc)

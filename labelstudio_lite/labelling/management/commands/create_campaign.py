@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evalcore.selectors import run_by_ref
 from evalcore.services.problems import UserFacingError
 
-from ...services.campaigns import Plan, campaign_create, plan_assumptions, plan_campaign
+from ...services.campaigns import Plan, allocation_options, campaign_create, plan_assumptions, plan_campaign
 from ...services.label_sets import label_set
 
 STRATA_HEADER = f"{'stratum':<40} {'available':>9} {'sampled':>8} {'tuning':>7} {'held out':>9}"
@@ -34,15 +34,6 @@ def plan_lines(plan: Plan) -> list[str]:
     lines += [f"note: {note}" for note in (*precision.plan.notes, *plan.warnings)]
     lines.append(f"assuming {precision.assumptions}; the miss rate assumed is {plan.assumed_from}")
     return lines
-
-
-def _allocation(options: dict) -> dict:
-    """The allocation and Neyman's guessed disagreement per verdict (True: the answers the judge passed)."""
-    guesses = {True: options["pass_disagreement"], False: options["fail_disagreement"]}
-    return {
-        "allocation": options["allocation"],
-        "disagreement": {verdict: value for verdict, value in guesses.items() if value is not None},
-    }
 
 
 class Command(BaseCommand):
@@ -120,7 +111,7 @@ class Command(BaseCommand):
                     heldout_fraction=options["heldout"],
                     overlap=options["overlap"],
                     labels=labels,
-                    **_allocation(options),
+                    **allocation_options(options),
                     **plan_assumptions(options),
                 )
             else:
@@ -135,7 +126,7 @@ class Command(BaseCommand):
                     guidance=options["guidance"],
                     annotators=options["annotator"],
                     labels=labels,
-                    **_allocation(options),
+                    **allocation_options(options),
                 )
         except UserFacingError as error:
             raise CommandError(str(error)) from None
