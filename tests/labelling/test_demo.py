@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from django.core.management import call_command
 from django.test import override_settings
+from django.urls import reverse
 
 from labelstudio_lite.labelling.models import Campaign, Label
 
@@ -183,3 +185,51 @@ def test_the_demo_gate_decides_faithfulness_on_the_judge_corrected_difference(de
     assert all(
         line.split(":", 1)[1].strip().startswith("decided on the judge-corrected difference") for line in corrections
     )
+
+
+PERCENTS = re.compile(
+    r"Judge pass rate on the run ([\d.]+) % · prediction-powered estimate <strong>([\d.]+) %</strong> "
+    r"\(([\d.]+) %–([\d.]+) %\) · labels alone ([\d.]+) % \(([\d.]+) %–([\d.]+) %\) · "
+    r"Rogan–Gladen ([\d.]+) % \(([\d.]+) %–([\d.]+) %\)"
+)
+
+
+def test_the_demo_judge_reports_put_the_prediction_powered_rate_beside_the_raw_the_labels_alone_and_rogan_gladen(
+    demo, owner_client
+):
+    """On each faithfulness campaign the page and ``judge_report --json`` give the same numbers: the judge's raw pass
+    rate, the prediction-powered estimate the tool uses, narrower than the labels alone, and Rogan–Gladen's."""
+    for name in ("faithfulness-claims", "faithfulness-answers-chunks-512", "faithfulness-answers-chunks-256-rerank"):
+        out = io.StringIO()
+        call_command("judge_report", name, "--json", stdout=out)
+        c = json.loads(out.getvalue())["corrected"]
+        ppi = c["ppi"]
+        assert c["used"] == "prediction-powered" and ppi["labels"] == 240
+        assert (
+            ppi["low"] < ppi["estimate"] < ppi["high"]
+            and ppi["labels_low"] < ppi["labels_estimate"] < ppi["labels_high"]
+        )
+        assert c["low"] < c["corrected"] < c["high"]
+        ppi_width, labels_width, rg_width = (
+            ppi["high"] - ppi["low"],
+            ppi["labels_high"] - ppi["labels_low"],
+            c["high"] - c["low"],
+        )
+        # the judge's verdicts were worth 1.5-1.8x the labels: the interval a quarter narrower than the labels alone
+        assert ppi["worth"] > 1.4 and ppi_width < 0.85 * labels_width
+        assert ppi_width == pytest.approx(labels_width / ppi["worth"] ** 0.5, rel=1e-6)
+        # on the campaign's own run stratified by the judge's verdicts, both are the post-stratified estimate; their
+        # intervals differ by the small-sample t (PPI) against the bootstrap percentiles (Rogan-Gladen): within 6 %
+        assert ppi["estimate"] == pytest.approx(c["corrected"], abs=1e-9)
+        assert ppi_width == pytest.approx(rg_width, rel=0.06)
+        assert abs(c["raw"] - ppi["estimate"]) > 0.01  # the judge's raw rate is off: it passes unsupported items
+
+        page = owner_client.get(reverse("labelling:report", args=[name])).content.decode()
+        found = PERCENTS.search(page)
+        assert found, name
+        shown = [float(v) for v in found.groups()]
+        expected = [c["raw"], ppi["estimate"], ppi["low"], ppi["high"], ppi["labels_estimate"], ppi["labels_low"],
+                    ppi["labels_high"], c["corrected"], c["low"], c["high"]]  # fmt: skip
+        assert shown == [float(f"{100 * v:.1f}") for v in expected], name
+        assert shown[3] - shown[2] < shown[6] - shown[5]  # narrower than the labels alone, as shown
+        assert "The tool uses the prediction-powered estimate" in page

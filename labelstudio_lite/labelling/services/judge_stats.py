@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evalcore.engine import binary_agreement, prediction_powered_mean, proportion_interval, stratified_agreement
+from evalcore.engine import (
+    PredictionPowered,
+    binary_agreement,
+    prediction_powered_mean,
+    proportion_interval,
+    stratified_agreement,
+)
 from evalcore.engine.judge import Stratum, kappa_bootstrap
 from evalcore.engine.judge import corrected_pass_rate as engine_corrected_pass_rate
 from evalcore.engine.planning import SELF_WEIGHTING  # strata weights within this ratio: the sample counts as it is
@@ -308,7 +314,11 @@ def _weighted(
 
 @dataclass(frozen=True)
 class PredictionPoweredRate(Result):
-    """A run's judge metric estimated from every judge-scored row plus people's labels (PPI++), beside the labels alone."""
+    """A run's judge metric estimated from every judge-scored row plus people's labels (PPI++), beside the labels alone.
+
+    ``labels_*`` are the labels alone as people would have them without the judge: the labels' (design-weighted)
+    mean with the interval of a simple random sample of as many labels (:func:`labels_alone_half_width`).
+    """
 
     estimate: float
     low: float
@@ -345,6 +355,20 @@ class CorrectedPassRate(Result):
     used: str = "Rogan–Gladen"
 
 
+def labels_alone_half_width(r: PredictionPowered) -> float:
+    """The half-width the labels alone would have as a simple random sample of as many labels, without the judge.
+
+    The engine's own labels-only interval keeps the campaign's strata, and a campaign's strata are the judge's
+    verdicts: on a pass rate that interval *is* the prediction-powered one (the judge's worth is in the strata).
+    What people would get from their labels without the judge is the variance the engine compares with for the
+    judge's worth (``effective_labels``): the prediction-powered half-width times ``sqrt(effective / labels)``,
+    at the same quantile. With every row labelled there is no variance to compare, and the engine's is kept.
+    """
+    if r.effective_labels is None or not math.isfinite(r.effective_labels) or not r.labels:
+        return r.labels_only.high - r.labels_only.estimate
+    return (r.high - r.estimate) * math.sqrt(r.effective_labels / r.labels)
+
+
 def prediction_powered_rate(
     pairs: Sequence[Pair],
     judge_rows: Sequence[tuple[str, float]],
@@ -374,13 +398,14 @@ def prediction_powered_rate(
     except ValueError as error:
         return str(error)
     clip = lambda v: min(bounds[1], max(bounds[0], v))  # noqa: E731 - a pass rate's (or the scale's) bounds
+    alone = labels_alone_half_width(r)
     return PredictionPoweredRate(
         estimate=r.estimate,
         low=clip(r.low),
         high=clip(r.high),
         labels_estimate=r.labels_only.estimate,
-        labels_low=clip(r.labels_only.low),
-        labels_high=clip(r.labels_only.high),
+        labels_low=clip(r.labels_only.estimate - alone),
+        labels_high=clip(r.labels_only.estimate + alone),
         labels=r.labels,
         effective_labels=finite(r.effective_labels),  # infinite when every row is labelled: JSON has no Infinity
         worth=finite(r.worth),
