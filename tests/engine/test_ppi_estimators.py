@@ -27,7 +27,7 @@ from ppi_py import ppi_mean_ci
 
 from evalcore.engine.judge import Stratum, corrected_pass_rate
 from evalcore.engine.ppi import prediction_powered_difference, prediction_powered_mean
-from tests.engine.test_ppi import PASS, Z, spec_judge
+from tests.engine.test_ppi import PASS, spec_judge
 
 ROWS, LABELS, PAIRED_LABELS, FLIP = 2000, 200, 300, 0.1
 RG_ITERATIONS = 2000

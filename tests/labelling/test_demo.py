@@ -116,7 +116,8 @@ def test_the_gate_sends_the_untrusted_and_the_inconclusive_judges_faithfulness_t
     assert judge["certificate"] and judge["reasons"][0].startswith("misses at least")
     recall = next(d for d in data["decisions"] if d["metric"] == "recall@5" and d["slice"] == "all")
     assert recall["status"] == recall["data_status"] == "pass" and recall["judge"] is None
-    assert [rate["run"] for rate in data["judge_rates"]] == ["chunks-512", "chunks-256-rerank"]
+    validated = [rate["run"] for rate in data["judge_rates"] if rate["campaign"] == "faithfulness-claims"]
+    assert validated == ["chunks-512", "chunks-256-rerank"]  # the validation's rates first; then each campaign's
 
     code, data = gate_json("--base", "chunks-512-judge-v2", "--candidate", "chunks-256-rerank-judge-v2")
     faith = faithfulness_of(data)
@@ -233,3 +234,67 @@ def test_the_demo_judge_reports_put_the_prediction_powered_rate_beside_the_raw_t
         assert shown == [float(f"{100 * v:.1f}") for v in expected], name
         assert shown[3] - shown[2] < shown[6] - shown[5]  # narrower than the labels alone, as shown
         assert "The tool uses the prediction-powered estimate" in page
+
+
+RATE_ROW = re.compile(
+    r'<tr class="judge-rate" data-metric="([^"]+)" data-slice="([^"]+)" data-run="([^"]+)">(.*?)</tr>'
+)
+PERCENT = re.compile(r"([\d.]+) %")
+
+
+def test_the_comparison_page_corrects_every_judge_metric_with_a_campaign_per_run_and_slice(demo, owner_client):
+    """answer_relevance (an ordinal campaign, 1-2 the failure class) as well as faithfulness: per run and question
+    type, the judge's raw pass rate, the prediction-powered rate with its interval and the labels alone, from the
+    labels the gate's judge correction would use."""
+    from evalcore.models import Run
+    from evalcore.services.comparisons import compare_runs
+    from labelstudio_lite.labelling.services.judge_report import judge_report
+
+    base, candidate = Run.objects.get(name="chunks-512"), Run.objects.get(name="chunks-256-rerank")
+    comparison = compare_runs(base=base, candidate=candidate).comparison
+    page = owner_client.get(reverse("evalcore:comparison", args=[comparison.pk])).content.decode()
+    shown = {}
+    for metric, slice_, run, cells in RATE_ROW.findall(page):
+        campaign = re.search(r"<td>([\w-]+) <span", cells).group(1)
+        raw, corrected, low, high, *rest = (float(v) / 100 for v in PERCENT.findall(cells))
+        shown[(metric, slice_, run, campaign)] = (raw, corrected, low, high, rest[-3:])  # the labels alone last
+    rates = {(r["metric"], r["slice"], r["run"], r["campaign"]): r for r in comparison.judge_rates}
+    assert shown.keys() == rates.keys()
+    slices = {"account", "billing", "policy", "technical"}
+    relevance = {k for k in rates if k[0] == "answer_relevance"}
+    assert {k[1] for k in relevance} == {"all", *slices} and {k[2] for k in relevance} == {"chunks-256-rerank"}
+    for run in ("chunks-512", "chunks-256-rerank"):
+        assert {
+            k[1] for k in rates if k[:1] == ("faithfulness",) and k[2:] == (run, f"faithfulness-answers-{run}")
+        } == {
+            "all",
+            *slices,
+        }
+    for key, rate in rates.items():
+        raw, corrected, low, high, alone = shown[key]
+        assert (raw, corrected, low, high) == pytest.approx(
+            (rate["raw"], rate["corrected"], rate["low"], rate["high"]), abs=0.0005
+        )
+        if key[3] == "faithfulness-claims":
+            continue  # the validation's rate (claims), as before
+        assert rate["method"] == "prediction-powered" and rate["labels"] >= 30
+        assert low < corrected < high and rate["labels_only_low"] < rate["labels_only"] < rate["labels_only_high"]
+        assert alone == pytest.approx(
+            [rate["labels_only"], rate["labels_only_low"], rate["labels_only_high"]], abs=5e-4
+        )
+    relevance_all = rates[("answer_relevance", "all", "chunks-256-rerank", "answer-relevance")]
+    report = judge_report(Campaign.objects.get(name="answer-relevance")).corrected
+    assert relevance_all["raw"] == 1.0 and report.raw == 1.0  # the judge passes every answer at 3 or more
+    assert relevance_all["corrected"] == pytest.approx(report.ppi.estimate) and relevance_all["corrected"] < 0.9
+    for metric, run, campaign in (
+        ("answer_relevance", "chunks-256-rerank", "answer-relevance"),
+        ("faithfulness", "chunks-512", "faithfulness-answers-chunks-512"),
+        ("faithfulness", "chunks-256-rerank", "faithfulness-answers-chunks-256-rerank"),
+    ):
+        overall = rates[(metric, "all", run, campaign)]
+        parts = [rates[(metric, s, run, campaign)] for s in slices]
+        # strata are slice x verdict: the run's rate is its slices' rates weighted by their rows, exactly
+        assert sum(p["items"] for p in parts) == overall["items"]
+        assert sum(p["corrected"] * p["items"] for p in parts) / overall["items"] == pytest.approx(overall["corrected"])
+        if metric == "faithfulness":  # the judge's verdicts tell people's apart: narrower than the labels alone
+            assert overall["high"] - overall["low"] < 0.85 * (overall["labels_only_high"] - overall["labels_only_low"])

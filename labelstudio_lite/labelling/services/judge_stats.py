@@ -16,16 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evalcore.engine import (
-    PredictionPowered,
-    binary_agreement,
-    prediction_powered_mean,
-    proportion_interval,
-    stratified_agreement,
-)
+from evalcore.engine import binary_agreement, prediction_powered_mean, proportion_interval, stratified_agreement
 from evalcore.engine.judge import Stratum, kappa_bootstrap
 from evalcore.engine.judge import corrected_pass_rate as engine_corrected_pass_rate
 from evalcore.engine.planning import SELF_WEIGHTING  # strata weights within this ratio: the sample counts as it is
+from evalcore.services.judge_rates import labels_alone_half_width
 from evalcore.services.summaries import slice_name
 
 from ..models import Campaign, Item
@@ -353,20 +348,6 @@ class CorrectedPassRate(Result):
     iterations: int
     ppi: PredictionPoweredRate | None = None
     used: str = "Rogan–Gladen"
-
-
-def labels_alone_half_width(r: PredictionPowered) -> float:
-    """The half-width the labels alone would have as a simple random sample of as many labels, without the judge.
-
-    The engine's own labels-only interval keeps the campaign's strata, and a campaign's strata are the judge's
-    verdicts: on a pass rate that interval *is* the prediction-powered one (the judge's worth is in the strata).
-    What people would get from their labels without the judge is the variance the engine compares with for the
-    judge's worth (``effective_labels``): the prediction-powered half-width times ``sqrt(effective / labels)``,
-    at the same quantile. With every row labelled there is no variance to compare, and the engine's is kept.
-    """
-    if r.effective_labels is None or not math.isfinite(r.effective_labels) or not r.labels:
-        return r.labels_only.high - r.labels_only.estimate
-    return (r.high - r.estimate) * math.sqrt(r.effective_labels / r.labels)
 
 
 def prediction_powered_rate(
