@@ -32,6 +32,7 @@ from .judge_correction import (
     with_corrections,
 )
 from .judge_fitness import JudgeValidation, check_judge_policy, corrected_pass_rates, judge_validation
+from .judge_rates import judge_metric_rates
 from .problems import UserFacingError
 from .scoring import is_judge_metric
 
@@ -203,7 +204,6 @@ def compare_runs(
     validations = {
         d.metric: judge_validation(base.judge_config, d.metric) for d in decisions if is_judge_metric(d.metric)
     }
-    validation = next(iter(validations.values()), None)
     data_status = {(d.metric, d.slice): d.status for d in decisions}
     decisions = [
         _under_judge_policy(d, validations[d.metric], policy)
@@ -247,9 +247,7 @@ def compare_runs(
         judge_correction=judge_correction,
         correction=report.correction,
         family_size=report.family_size,
-        judge_rates=[asdict(rate) for rate in corrected_pass_rates(base.judge_config, [base, candidate])]
-        if validation
-        else [],
+        judge_rates=[asdict(rate) for rate in _judge_rates(base, candidate, list(validations), slice_by, confidence)],
         created_by=user if getattr(user, "pk", None) else None,
     )
     _store_comparison(
@@ -262,6 +260,15 @@ def compare_runs(
     )
     progress(3, 3, "done")
     return ComparisonOutcome(comparison, report, excluded)
+
+
+def _judge_rates(base: Run, candidate: Run, metrics: list[str], slice_by: str | None, confidence: float) -> list:
+    """The validation's corrected pass rates of both runs, then every judge metric's per run and slice by its campaign."""
+    if not metrics:
+        return []
+    runs = [base, candidate]
+    by_campaign = judge_metric_rates(base.judge_config, runs, metrics, by_slice=bool(slice_by), confidence=confidence)
+    return corrected_pass_rates(base.judge_config, runs) + by_campaign
 
 
 def _policy_and_correction(*, judge_policy: str | None, correction: str | None) -> tuple[str, str]:

@@ -111,6 +111,7 @@ class CorrectedPassRate:
     ``corrected``/``low``/``high`` are the estimate the tool uses, named by ``method``: the
     prediction-powered one when people labelled this run's rows (with the labels-only estimate and
     what the judge was worth beside it), else Rogan–Gladen transported from the judge's validation.
+    ``labels_only*`` are the labels alone as a simple random sample of as many labels would give them.
     """
 
     run: str
@@ -128,6 +129,10 @@ class CorrectedPassRate:
     labels_only_low: float | None = None
     labels_only_high: float | None = None
     worth: str = ""
+    metric: str = DEFAULT_METRIC
+    slice: str = "all"
+    campaign: str = ""  # the campaign whose labels correct it (on another run: the rate is transported)
+    labels: int | None = None
 
 
 class JudgeValidationSource(Protocol):

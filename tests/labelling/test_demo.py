@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from django.core.management import call_command
 from django.test import override_settings
+from django.urls import reverse
 
 from labelstudio_lite.labelling.models import Campaign, Label
 
@@ -114,7 +116,8 @@ def test_the_gate_sends_the_untrusted_and_the_inconclusive_judges_faithfulness_t
     assert judge["certificate"] and judge["reasons"][0].startswith("misses at least")
     recall = next(d for d in data["decisions"] if d["metric"] == "recall@5" and d["slice"] == "all")
     assert recall["status"] == recall["data_status"] == "pass" and recall["judge"] is None
-    assert [rate["run"] for rate in data["judge_rates"]] == ["chunks-512", "chunks-256-rerank"]
+    validated = [rate["run"] for rate in data["judge_rates"] if rate["campaign"] == "faithfulness-claims"]
+    assert validated == ["chunks-512", "chunks-256-rerank"]  # the validation's rates first; then each campaign's
 
     code, data = gate_json("--base", "chunks-512-judge-v2", "--candidate", "chunks-256-rerank-judge-v2")
     faith = faithfulness_of(data)
@@ -183,3 +186,115 @@ def test_the_demo_gate_decides_faithfulness_on_the_judge_corrected_difference(de
     assert all(
         line.split(":", 1)[1].strip().startswith("decided on the judge-corrected difference") for line in corrections
     )
+
+
+PERCENTS = re.compile(
+    r"Judge pass rate on the run ([\d.]+) % · prediction-powered estimate <strong>([\d.]+) %</strong> "
+    r"\(([\d.]+) %–([\d.]+) %\) · labels alone ([\d.]+) % \(([\d.]+) %–([\d.]+) %\) · "
+    r"Rogan–Gladen ([\d.]+) % \(([\d.]+) %–([\d.]+) %\)"
+)
+
+
+def test_the_demo_judge_reports_put_the_prediction_powered_rate_beside_the_raw_the_labels_alone_and_rogan_gladen(
+    demo, owner_client
+):
+    """On each faithfulness campaign the page and ``judge_report --json`` give the same numbers: the judge's raw pass
+    rate, the prediction-powered estimate the tool uses, narrower than the labels alone, and Rogan–Gladen's."""
+    for name in ("faithfulness-claims", "faithfulness-answers-chunks-512", "faithfulness-answers-chunks-256-rerank"):
+        out = io.StringIO()
+        call_command("judge_report", name, "--json", stdout=out)
+        c = json.loads(out.getvalue())["corrected"]
+        ppi = c["ppi"]
+        assert c["used"] == "prediction-powered" and ppi["labels"] == 240
+        assert (
+            ppi["low"] < ppi["estimate"] < ppi["high"]
+            and ppi["labels_low"] < ppi["labels_estimate"] < ppi["labels_high"]
+        )
+        assert c["low"] < c["corrected"] < c["high"]
+        ppi_width, labels_width, rg_width = (
+            ppi["high"] - ppi["low"],
+            ppi["labels_high"] - ppi["labels_low"],
+            c["high"] - c["low"],
+        )
+        # the judge's verdicts were worth 1.5-1.8x the labels: the interval a quarter narrower than the labels alone
+        assert ppi["worth"] > 1.4 and ppi_width < 0.85 * labels_width
+        assert ppi_width == pytest.approx(labels_width / ppi["worth"] ** 0.5, rel=1e-6)
+        # on the campaign's own run stratified by the judge's verdicts, both are the post-stratified estimate; their
+        # intervals differ by the small-sample t (PPI) against the bootstrap percentiles (Rogan-Gladen): within 6 %
+        assert ppi["estimate"] == pytest.approx(c["corrected"], abs=1e-9)
+        assert ppi_width == pytest.approx(rg_width, rel=0.06)
+        assert abs(c["raw"] - ppi["estimate"]) > 0.01  # the judge's raw rate is off: it passes unsupported items
+
+        page = owner_client.get(reverse("labelling:report", args=[name])).content.decode()
+        found = PERCENTS.search(page)
+        assert found, name
+        shown = [float(v) for v in found.groups()]
+        expected = [c["raw"], ppi["estimate"], ppi["low"], ppi["high"], ppi["labels_estimate"], ppi["labels_low"],
+                    ppi["labels_high"], c["corrected"], c["low"], c["high"]]  # fmt: skip
+        assert shown == [float(f"{100 * v:.1f}") for v in expected], name
+        assert shown[3] - shown[2] < shown[6] - shown[5]  # narrower than the labels alone, as shown
+        assert "The tool uses the prediction-powered estimate" in page
+
+
+RATE_ROW = re.compile(
+    r'<tr class="judge-rate" data-metric="([^"]+)" data-slice="([^"]+)" data-run="([^"]+)">(.*?)</tr>'
+)
+PERCENT = re.compile(r"([\d.]+) %")
+
+
+def test_the_comparison_page_corrects_every_judge_metric_with_a_campaign_per_run_and_slice(demo, owner_client):
+    """answer_relevance (an ordinal campaign, 1-2 the failure class) as well as faithfulness: per run and question
+    type, the judge's raw pass rate, the prediction-powered rate with its interval and the labels alone, from the
+    labels the gate's judge correction would use."""
+    from evalcore.models import Run
+    from evalcore.services.comparisons import compare_runs
+    from labelstudio_lite.labelling.services.judge_report import judge_report
+
+    base, candidate = Run.objects.get(name="chunks-512"), Run.objects.get(name="chunks-256-rerank")
+    comparison = compare_runs(base=base, candidate=candidate).comparison
+    page = owner_client.get(reverse("evalcore:comparison", args=[comparison.pk])).content.decode()
+    shown = {}
+    for metric, slice_, run, cells in RATE_ROW.findall(page):
+        campaign = re.search(r"<td>([\w-]+) <span", cells).group(1)
+        raw, corrected, low, high, *rest = (float(v) / 100 for v in PERCENT.findall(cells))
+        shown[(metric, slice_, run, campaign)] = (raw, corrected, low, high, rest[-3:])  # the labels alone last
+    rates = {(r["metric"], r["slice"], r["run"], r["campaign"]): r for r in comparison.judge_rates}
+    assert shown.keys() == rates.keys()
+    slices = {"account", "billing", "policy", "technical"}
+    relevance = {k for k in rates if k[0] == "answer_relevance"}
+    assert {k[1] for k in relevance} == {"all", *slices} and {k[2] for k in relevance} == {"chunks-256-rerank"}
+    for run in ("chunks-512", "chunks-256-rerank"):
+        assert {
+            k[1] for k in rates if k[:1] == ("faithfulness",) and k[2:] == (run, f"faithfulness-answers-{run}")
+        } == {
+            "all",
+            *slices,
+        }
+    for key, rate in rates.items():
+        raw, corrected, low, high, alone = shown[key]
+        assert (raw, corrected, low, high) == pytest.approx(
+            (rate["raw"], rate["corrected"], rate["low"], rate["high"]), abs=0.0005
+        )
+        if key[3] == "faithfulness-claims":
+            continue  # the validation's rate (claims), as before
+        assert rate["method"] == "prediction-powered" and rate["labels"] >= 30
+        assert low < corrected < high and rate["labels_only_low"] < rate["labels_only"] < rate["labels_only_high"]
+        assert alone == pytest.approx(
+            [rate["labels_only"], rate["labels_only_low"], rate["labels_only_high"]], abs=5e-4
+        )
+    relevance_all = rates[("answer_relevance", "all", "chunks-256-rerank", "answer-relevance")]
+    report = judge_report(Campaign.objects.get(name="answer-relevance")).corrected
+    assert relevance_all["raw"] == 1.0 and report.raw == 1.0  # the judge passes every answer at 3 or more
+    assert relevance_all["corrected"] == pytest.approx(report.ppi.estimate) and relevance_all["corrected"] < 0.9
+    for metric, run, campaign in (
+        ("answer_relevance", "chunks-256-rerank", "answer-relevance"),
+        ("faithfulness", "chunks-512", "faithfulness-answers-chunks-512"),
+        ("faithfulness", "chunks-256-rerank", "faithfulness-answers-chunks-256-rerank"),
+    ):
+        overall = rates[(metric, "all", run, campaign)]
+        parts = [rates[(metric, s, run, campaign)] for s in slices]
+        # strata are slice x verdict: the run's rate is its slices' rates weighted by their rows, exactly
+        assert sum(p["items"] for p in parts) == overall["items"]
+        assert sum(p["corrected"] * p["items"] for p in parts) / overall["items"] == pytest.approx(overall["corrected"])
+        if metric == "faithfulness":  # the judge's verdicts tell people's apart: narrower than the labels alone
+            assert overall["high"] - overall["low"] < 0.85 * (overall["labels_only_high"] - overall["labels_only_low"])

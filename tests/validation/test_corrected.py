@@ -264,7 +264,7 @@ def test_the_report_page_shows_the_corrected_rate_beside_the_judges_raw_rate(ove
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
 
     ppi = corrected["ppi"]
-    pct = lambda v: f"{100 * v:.0f} %"  # noqa: E731
+    pct = lambda v: f"{100 * v:.1f} %"  # noqa: E731
     assert (
         f"Judge pass rate on the run {pct(corrected['raw'])} · prediction-powered estimate "
         f"<strong>{pct(ppi['estimate'])}</strong> ({pct(ppi['low'])}–{pct(ppi['high'])}) · labels alone "

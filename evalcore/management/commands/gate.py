@@ -170,8 +170,12 @@ def render_table(data: dict) -> str:
             if rate["corrected"] is not None
             else "—"
         )
+        where = f"{rate.get('metric', 'faithfulness')}" + (
+            "" if rate.get("slice", "all") == "all" else f" · {rate['slice']}"
+        )
         lines.append(
-            f"judge pass rate of {rate['run']}: {100 * rate['raw']:.1f} % raw, {corrected} corrected for the judge's errors"
+            f"judge pass rate of {rate['run']} on {where}: {100 * rate['raw']:.1f} % raw, {corrected} corrected for "
+            f"the judge's errors{' (' + rate['campaign'] + ')' if rate.get('campaign') else ''}"
         )
     for metric, why in data["excluded_metrics"].items():
         lines.append(f"not compared: {metric}: {why}")

@@ -20,6 +20,7 @@ from evalcore.engine import binary_agreement, prediction_powered_mean, proportio
 from evalcore.engine.judge import Stratum, kappa_bootstrap
 from evalcore.engine.judge import corrected_pass_rate as engine_corrected_pass_rate
 from evalcore.engine.planning import SELF_WEIGHTING  # strata weights within this ratio: the sample counts as it is
+from evalcore.services.judge_rates import labels_alone_half_width
 from evalcore.services.summaries import slice_name
 
 from ..models import Campaign, Item
@@ -308,7 +309,11 @@ def _weighted(
 
 @dataclass(frozen=True)
 class PredictionPoweredRate(Result):
-    """A run's judge metric estimated from every judge-scored row plus people's labels (PPI++), beside the labels alone."""
+    """A run's judge metric estimated from every judge-scored row plus people's labels (PPI++), beside the labels alone.
+
+    ``labels_*`` are the labels alone as people would have them without the judge: the labels' (design-weighted)
+    mean with the interval of a simple random sample of as many labels (:func:`labels_alone_half_width`).
+    """
 
     estimate: float
     low: float
@@ -374,13 +379,14 @@ def prediction_powered_rate(
     except ValueError as error:
         return str(error)
     clip = lambda v: min(bounds[1], max(bounds[0], v))  # noqa: E731 - a pass rate's (or the scale's) bounds
+    alone = labels_alone_half_width(r)
     return PredictionPoweredRate(
         estimate=r.estimate,
         low=clip(r.low),
         high=clip(r.high),
         labels_estimate=r.labels_only.estimate,
-        labels_low=clip(r.labels_only.low),
-        labels_high=clip(r.labels_only.high),
+        labels_low=clip(r.labels_only.estimate - alone),
+        labels_high=clip(r.labels_only.estimate + alone),
         labels=r.labels,
         effective_labels=finite(r.effective_labels),  # infinite when every row is labelled: JSON has no Infinity
         worth=finite(r.worth),

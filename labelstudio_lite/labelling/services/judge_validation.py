@@ -348,6 +348,7 @@ def run_corrected_pass_rate(config: JudgeConfig, run: Run) -> CorrectedPassRate 
     if rate is None:
         return None
     rg = dict(rogan_gladen=rate.corrected, rogan_gladen_low=rate.low, rogan_gladen_high=rate.high)
+    rg.update(campaign=chosen.campaign.name, labels=len(chosen.pairs))
     if rate.ppi is not None:
         ppi = rate.ppi
         return CorrectedPassRate(
