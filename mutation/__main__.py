@@ -61,8 +61,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     # the estimators being written (each mutated once it lands)
     "certificates.py": ("test_certificates.py", "test_certificate_fields.py"),
     "alt_test.py": ("test_alt_test.py",),
-    "ppi.py": ("test_ppi.py", "test_ppi_difference.py"),
-    "_ppi.py": ("test_ppi.py", "test_ppi_difference.py", "test_ppi_kernels.py"),
+    "ppi.py": ("test_ppi.py", "test_ppi_difference.py", "test_ppi_mean.py"),
+    "_ppi.py": ("test_ppi.py", "test_ppi_difference.py", "test_ppi_kernels.py", "test_ppi_mean.py"),
 }
 #: Checked everywhere: argument validation shared by the modules.
 COMMON_TESTS = ("test_validation.py",)

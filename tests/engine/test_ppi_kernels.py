@@ -85,6 +85,26 @@ def test_a_constant_judge_gets_weight_zero(design):
     assert power_weight(y, np.full(5, 0.8), np.full(12, 0.8), design=design) == 0.0
 
 
+@pytest.mark.parametrize("design", ["run", "independent"])
+def test_the_weight_and_the_overlap_do_not_move_when_every_score_is_shifted(design):
+    # centred products: a shift of a million changes them by rounding only (1e-11), an uncentred factor by 1e-4
+    y, f, f_rows = sample(9, 50, 300)
+    unlabelled = f_rows[50:] if design == "independent" else f_rows
+    shifted = power_weight(y + 1e6, f + 1e6, unlabelled + 1e6, design=design)
+    assert shifted == pytest.approx(power_weight(y, f, unlabelled, design=design), abs=1e-9)
+    assert overlap_covariance(y[:20] + 1e6, f[:20] + 1e6, 30, 30, 100) == pytest.approx(
+        overlap_covariance(y[:20], f[:20], 30, 30, 100), rel=1e-8
+    )
+
+
+@pytest.mark.parametrize("design", ["run", "independent"])
+def test_a_weight_that_overflows_counts_as_no_weight(design):
+    # labels of order 1e150 and a judge varying by 1e-161: the slope is past the largest float
+    y, f = np.array([0.0, 1.0, 1.0, 0.0, 1.0]) * 1e150, np.array([0.0, 1.0, 1.0, 0.0, 0.0]) * 1e-161
+    assert np.var(f, ddof=1) > 0
+    assert power_weight(y, f, f, design=design) == 0.0
+
+
 # ---- the guard ----------------------------------------------------------------------------------
 
 # six labelled rows whose correlation is exactly 1/2 = 1 / sqrt(6 - 2) in floating point
