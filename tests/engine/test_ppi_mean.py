@@ -209,3 +209,85 @@ def test_the_worth_in_words():
     assert many.in_words() == (
         "the judge was worth 4.6× the labels: 1,234 labels did the work of 5,678 random labels alone"
     )
+
+
+GOOD = dict(labels=[1.0, 0.0] * 5, judge_labelled=[1.0, 0.0] * 5, judge_rows=[1.0, 0.0] * 5 + [1.0] * 5, design="run")
+A10, A15 = ["a"] * 10, ["a"] * 15
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"design": "random"},
+            "design must be one of ('run', 'population', 'independent') (say what the labelled rows are), got 'random'",
+        ),  # fmt: skip
+        ({"tuning": "best"}, "tuning must be one of ('power', 'none', 'labels') or a weight in [0, 1], got 'best'"),
+        ({"tuning": 1.5}, "tuning must be between 0 and 1, got 1.5"),
+        ({"confidence": 1.2}, "confidence must be strictly between 0 and 1, got 1.2"),
+        ({"labels": [1.0, math.nan] + [0.0] * 8}, "labels must be finite numbers, got np.float64(nan) at position 1"),
+        (
+            {"judge_labelled": [0.5] * 9 + [math.inf]},
+            "judge_labelled must be finite numbers, got np.float64(inf) at position 9",
+        ),  # fmt: skip
+        (
+            {"judge_rows": [-math.inf] + [0.5] * 14},
+            "judge_rows must be finite numbers, got np.float64(-inf) at position 0",
+        ),
+        ({"judge_labelled": [0.5] * 5}, "labels and judge_labelled must have one score per labelled row: 10 and 5"),
+        (
+            {"labels": [1.0], "judge_labelled": [1.0]},
+            "need at least 2 labelled rows and some judge-scored rows, got 1 and 15",
+        ),  # fmt: skip
+        ({"judge_rows": []}, "need at least 2 labelled rows and some judge-scored rows, got 10 and 0"),
+        ({"row_strata": A15}, "give the strata of both the labelled rows and the judge's rows, or of neither"),
+        ({"labelled_strata": A10}, "give the strata of both the labelled rows and the judge's rows, or of neither"),
+        (
+            {"labelled_strata": ["a"] * 3, "row_strata": A15},
+            "labelled_strata must give one stratum per row: 3 strata for 10 rows",
+        ),  # fmt: skip
+        (
+            {"labelled_strata": [], "row_strata": A15},
+            "labelled_strata must give one stratum per row: 0 strata for 10 rows",
+        ),  # fmt: skip
+        (
+            {"labelled_strata": A10, "row_strata": ["a"] * 14},
+            "row_strata must give one stratum per row: 14 strata for 15 rows",
+        ),  # fmt: skip
+        (
+            {"labelled_strata": list("jihgfedcba"), "row_strata": A15},
+            "labelled rows in strata the run does not hold: ['b', 'c', 'd', 'e', 'f']",
+        ),  # fmt: skip
+        (
+            {"labelled_strata": ["a"] * 9 + ["b"], "row_strata": A10 + ["b"] * 5},
+            "stratum 'b' has 5 rows but 1 labelled: label at least 2 in every stratum",
+        ),  # fmt: skip
+        (
+            {"labelled_strata": ["a"] * 8 + ["b"] * 2, "row_strata": ["a"] * 5 + ["b"] * 10},
+            "stratum 'a' has 8 labelled rows but only 5 rows: the labelled rows are among the run's rows in this design",
+        ),  # fmt: skip
+    ],
+)
+def test_bad_input_is_named_in_full(change, message):
+    with pytest.raises(ValueError) as error:
+        prediction_powered_mean(**{**GOOD, **change})
+    assert str(error.value) == message
+
+
+def test_the_independent_design_may_label_more_rows_of_a_stratum_than_it_scores():
+    result = prediction_powered_mean(**{**GOOD, "design": "independent", "labelled_strata": ["a"] * 8 + ["b"] * 2,
+                                        "row_strata": ["a"] * 5 + ["b"] * 10})  # fmt: skip
+    assert result.strata == 2 and result.labels == 10
+
+
+def test_strata_are_named_by_their_text_and_ordered_by_it():
+    # 1 and "1" are one stratum; the weights follow the strata's names in text order ("10" before "9")
+    y, f = pass_fail(3, 60)
+    f = np.clip(f + np.linspace(0, 0.3, 60), 0, 1)
+    keys = np.where(np.arange(60) < 30, 9, 10)
+    by_number = prediction_powered_mean(labels=y[::2], judge_labelled=f[::2], judge_rows=f, design="run",
+                                        labelled_strata=keys[::2].tolist(), row_strata=[str(k) for k in keys],
+                                        guard=False)  # fmt: skip
+    first_ten = prediction_powered_mean(labels=y[30::2], judge_labelled=f[30::2], judge_rows=f[30:], design="run",
+                                        guard=False)  # fmt: skip
+    assert by_number.strata == 2 and by_number.weights[0] == pytest.approx(first_ten.weights[0], abs=1e-15)
