@@ -291,3 +291,18 @@ def test_strata_are_named_by_their_text_and_ordered_by_it():
     first_ten = prediction_powered_mean(labels=y[30::2], judge_labelled=f[30::2], judge_rows=f[30:], design="run",
                                         guard=False)  # fmt: skip
     assert by_number.strata == 2 and by_number.weights[0] == pytest.approx(first_ten.weights[0], abs=1e-15)
+
+
+def test_a_stratum_the_guard_distrusts_is_named_in_the_note_and_keeps_its_labels_alone():
+    y, f = graded(8, 400)
+    strata = np.where(np.arange(400) < 200, "trusted", "noise")
+    f = np.where(strata == "noise", np.random.default_rng(2).random(400), f)  # the judge ignores the second half
+    lab = np.r_[0:200:4, 200:400:4]
+    result = prediction_powered_mean(labels=y[lab], judge_labelled=f[lab], judge_rows=f, design="run",
+                                     labelled_strata=strata[lab].tolist(), row_strata=strata.tolist())  # fmt: skip
+    assert result.note == (
+        "in some strata the judge's correlation with people is too weak to trust (at most 1/sqrt(n - 2)): "
+        "there the labels stand alone"
+    )
+    noise_weight, trusted_weight = result.weights  # the strata in text order
+    assert noise_weight == 0.0 and trusted_weight > 0 and result.method == "ppi++"
