@@ -119,9 +119,9 @@ def test_the_guard_holds_a_correlation_of_exactly_one_over_root_n_minus_2_too_we
 
 def test_the_guard_trusts_a_correlation_just_above_the_threshold_and_not_just_below():
     y = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 0.0])
-    above = np.array([2.0, 0.0, 0.0, 2.0, 2.0, 1.6])  # correlation 0.54: above 1/2, below 1/sqrt(3)
+    above = np.array([2.0, 0.0, 0.0, 2.0, 2.0, 1.9])  # 0.519: above 1/2 (by less than a ddof of 2 would move it)
     below = np.array([2.0, 0.0, 0.0, 2.0, 2.0, 2.4])  # 0.47
-    assert 0.5 < np.corrcoef(y, above)[0, 1] < 1 / math.sqrt(3)
+    assert 0.5 < np.corrcoef(y, above)[0, 1] < 0.5 / np.sqrt(4 / 5) < 1 / math.sqrt(3)
     assert 1 / math.sqrt(8) < np.corrcoef(y, below)[0, 1] < 0.5
     assert correlation_too_weak(y, above) is False
     assert correlation_too_weak(y, below) is True
