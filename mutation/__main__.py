@@ -26,8 +26,10 @@ Options: ``--keep`` keeps ``mutants/`` (mutmut's copy of the code, its results) 
 it in the next one (mutmut then re-tests only the functions that changed; ``.venv/bin/mutmut show NAME``
 and ``browse`` read it); by default the run starts afresh and removes it at the end, so no second copy of
 the code lies in the tree. ``--report`` prints the results of a run kept that way again, without running
-anything (after reviewing an equivalent mutant, say). Anything else is passed to ``mutmut run`` (e.g. mutant
-names).
+anything (after reviewing an equivalent mutant, say). ``--module=NAME`` (repeatable, or a comma list such as
+``--module=ppi,_ppi``; ``ppi`` and ``ppi.py`` alike) mutates only those modules and runs only their tests, so
+one module's survivors can be worked on in minutes; the threshold then applies to them alone. Anything else
+is passed to ``mutmut run`` (e.g. mutant names).
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     # the estimators being written (each mutated once it lands)
     "certificates.py": ("test_certificates.py", "test_certificate_fields.py"),
     "alt_test.py": ("test_alt_test.py",),
-    "ppi.py": ("test_ppi.py", "test_ppi_difference.py"),
-    "_ppi.py": ("test_ppi.py", "test_ppi_difference.py"),
+    "ppi.py": ("test_ppi.py", "test_ppi_difference.py", "test_ppi_mean.py"),
+    "_ppi.py": ("test_ppi.py", "test_ppi_difference.py", "test_ppi_kernels.py", "test_ppi_mean.py"),
 }
 #: Checked everywhere: argument validation shared by the modules.
 COMMON_TESTS = ("test_validation.py",)
@@ -115,6 +117,44 @@ def max_survival() -> float:
 
 def present_modules() -> list[str]:
     return [name for name in MODULES if (ROOT / ENGINE / name).is_file()]
+
+
+def module_option(argv: list[str]) -> tuple[list[str] | None, list[str]]:
+    """The ``--module`` names of ``argv`` (``None`` when there is none) and the other arguments, in order."""
+    names: list[str] = []
+    rest: list[str] = []
+    given = False
+    args = iter(argv)
+    for arg in args:
+        if arg == "--module":
+            value = next(args, None)
+            if value is None or value.startswith("-"):
+                raise SystemExit("error: --module needs a module name, e.g. --module=ppi")
+        elif arg.startswith("--module="):
+            value = arg.removeprefix("--module=")
+        else:
+            rest.append(arg)
+            continue
+        given = True
+        names.extend(name.strip() for name in value.split(",") if name.strip())
+    if given and not names:
+        raise SystemExit("error: --module needs a module name, e.g. --module=ppi")
+    return (names if given else None), rest
+
+
+def select_modules(names: list[str] | None, known: list[str]) -> list[str]:
+    """The known modules ``names`` pick (``ppi`` or ``ppi.py``), in :data:`MODULES` order; all when ``None``.
+
+    An unknown name stops the run rather than mutating nothing (or everything) and reporting success.
+    """
+    if names is None:
+        return list(known)
+    wanted = {name if name.endswith(".py") else f"{name}.py" for name in names}
+    unknown = sorted(name for name in names if (name if name.endswith(".py") else f"{name}.py") not in known)
+    if unknown:
+        listed = ", ".join(name.removesuffix(".py") for name in known)
+        raise SystemExit(f"error: unknown decision module {', '.join(map(repr, unknown))}; the modules are: {listed}")
+    return [name for name in known if name in wanted]
 
 
 def test_files(modules: list[str]) -> list[str]:
@@ -175,8 +215,9 @@ def function_of(mutant: str) -> str:
 def main(argv: list[str]) -> int:
     os.chdir(ROOT)
     keep = "--keep" in argv or "--report" in argv
+    names, argv = module_option(argv)
     passed = [arg for arg in argv if arg not in ("--keep", "--report")]
-    modules = present_modules()
+    modules = select_modules(names, present_modules())
     limit = max_survival()
     if "--report" in argv:  # the last run's results again (after editing mutation/equivalent.py)
         if not Path("mutants").is_dir():

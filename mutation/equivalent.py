@@ -28,6 +28,7 @@ _THREADS = (
 _STEPS = "steps = np.log(np.arange(k, 0, -1, dtype=float)) - np.log(np.arange(1, k + 1, dtype=float))"
 _SE_TABLE = "table = np.asarray(table, dtype=np.float64)"
 _ORDER = 'return p, np.full(p.shape, np.nan), tested[np.argsort(p[tested], kind="stable")]'
+_POOLED = "denom = (1 + n / big_n) * (float(np.var(pooled, ddof=1)) if pooled.size > 1 else 0.0)"
 _TIES = (
     "the sort's kind only orders tied p-values among themselves, and tied p-values get the same adjusted "
     "value whichever comes first (Holm's running maximum and Benjamini-Yekutieli's running minimum carry "
@@ -269,4 +270,27 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "threads only spreads the bootstraps over cores; every interval is the same with any number "
         "(test_bootstrap checks that threads do not change the result)"
     ),
+    # ---- _ppi: guards against sizes every caller has already refused ----
+    ("_ppi.py", "_cov", "if x.size <= ddof:", "if x.size < ddof:"): (
+        "the only call with as few rows as ddof is power_weight's on a single labelled row, whose judge "
+        "variance is then 0, so the weight is 0 before the covariance is read (NaN or 0 alike)"
+    ),
+    ("_ppi.py", "_cov", "return 0.0", "return 1.0"): (
+        "as above: reached only by a single labelled row, where power_weight returns 0 on the judge's "
+        "variance of 0 without reading the covariance"
+    ),
+    **{
+        ("_ppi.py", "power_weight", _POOLED, mutated): (
+            "the pooled judge scores number n + N >= 3 wherever fit_stratum is called (at least 2 labelled rows "
+            "a stratum, _fit_named; N = 0 divides by zero the line before): the guard and its fallback of "
+            "0 are never reached, and at n + N <= 2 the numerator is 0 (one labelled row) or NaN (none), "
+            "so the weight is 0 either way"
+        )
+        for mutated in (
+            _POOLED.replace("if pooled.size > 1", "if (pooled.size > 1) or True"),
+            _POOLED.replace("if pooled.size > 1", "if pooled.size >= 1"),
+            _POOLED.replace("if pooled.size > 1", "if pooled.size > 2"),
+            _POOLED.replace("else 0.0)", "else 1.0)"),
+        )
+    },
 }

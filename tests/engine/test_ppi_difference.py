@@ -178,3 +178,34 @@ def test_bad_input_is_named_in_full(change, message):
     )
     with pytest.raises(ValueError, match=f"^{message}$".replace("(", r"\(").replace(")", r"\)")):
         prediction_powered_difference(**{**good, **change}, design="run")
+
+
+def test_a_stratum_with_too_few_labels_is_named_in_full_and_two_a_run_suffice():
+    ya, yb, fa, fb, _ = _runs()
+    yb_two = np.full(ya.size, np.nan)
+    yb_two[[3, 7]] = yb[[3, 7]] if not np.isnan(yb[[3, 7]]).any() else (0.2, 0.9)
+    two = prediction_powered_difference(base_judge=fa, candidate_judge=fb, base_labels=ya, candidate_labels=yb_two,
+                                        design="run", guard=False)  # fmt: skip
+    assert two.labels == int((~np.isnan(ya)).sum()) + 2
+    yb_two[7] = np.nan
+    with pytest.raises(ValueError) as error:
+        prediction_powered_difference(base_judge=fa, candidate_judge=fb, base_labels=ya, candidate_labels=yb_two,
+                                      design="run", strata=["x"] * ya.size)  # fmt: skip
+    assert str(error.value) == (
+        f"stratum 'x': {int((~np.isnan(ya)).sum())} base and 1 candidate rows labelled; each run needs at least 2 "
+        "in every stratum (label the same questions on both runs where you can)"
+    )
+
+
+def test_the_guard_s_note_names_what_it_did():
+    ya, yb, fa, fb, _ = _runs()
+    noise = np.random.default_rng(3).random(ya.size)  # weakly correlated with people by chance: a weight above 0
+    guarded = prediction_powered_difference(base_judge=fa, candidate_judge=noise, base_labels=ya, candidate_labels=yb,
+                                            design="run")  # fmt: skip
+    assert guarded.note == (
+        "in some strata the judge's correlation with people is too weak to trust: there the labels stand alone"
+    )
+    assert guarded.weights[0][1] == 0.0 and guarded.method == "ppi++"
+    unguarded = prediction_powered_difference(base_judge=fa, candidate_judge=noise, base_labels=ya,
+                                              candidate_labels=yb, design="run", guard=False)  # fmt: skip
+    assert unguarded.weights[0][1] > 0 and unguarded.note is None
