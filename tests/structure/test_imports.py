@@ -117,7 +117,8 @@ def test_every_module_imports_first_in_its_own_fresh_interpreter():
             cwd=import_graph.ROOT,
         )
 
+    names = sorted(module_files())
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        results = list(pool.map(import_first, sorted(module_files())))
+        results = list(pool.map(import_first, names))
     failed = {name: done.stderr.strip().splitlines()[-1:] for name, done in results if done.returncode}
-    assert len(results) == len(module_files()) and failed == {}
+    assert [name for name, _ in results] == names and failed == {}
