@@ -103,7 +103,10 @@ def judge_metric_rates(
             frame = sorted(found.rows)
             slices = {ALL: frame}
             if by_slice:
-                qtypes = dict(Row.objects.filter(pk__in=frame).values_list("pk", "question__qtype"))
+                # by run, not pk__in: a frame is every row of the run, past SQLite's limit on query parameters
+                qtypes = dict(
+                    Row.objects.filter(run=run).values_list("pk", "question__qtype").iterator(chunk_size=5000)
+                )
                 for row in frame:
                     slices.setdefault(slice_name(qtypes[row]), []).append(row)
             for name in [ALL, *sorted(n for n in slices if n != ALL)]:
