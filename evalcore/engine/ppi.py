@@ -115,7 +115,7 @@ def _array(values: ArrayLike, name: str) -> np.ndarray:
     out = np.asarray(values, dtype=np.float64).ravel()
     if not np.all(np.isfinite(out)):
         bad = int(np.flatnonzero(~np.isfinite(out))[0])
-        raise ValueError(f"{name} must be finite numbers, got {out[bad]!r} at position {bad}")
+        raise ValueError(f"{name} must be finite numbers, got {float(out[bad])!r} at position {bad}")
     return out
 
 

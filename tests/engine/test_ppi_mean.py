@@ -234,14 +234,14 @@ A10, A15 = ["a"] * 10, ["a"] * 15
         ({"tuning": "best"}, "tuning must be one of ('power', 'none', 'labels') or a weight in [0, 1], got 'best'"),
         ({"tuning": 1.5}, "tuning must be between 0 and 1, got 1.5"),
         ({"confidence": 1.2}, "confidence must be strictly between 0 and 1, got 1.2"),
-        ({"labels": [1.0, math.nan] + [0.0] * 8}, "labels must be finite numbers, got np.float64(nan) at position 1"),
+        ({"labels": [1.0, math.nan] + [0.0] * 8}, "labels must be finite numbers, got nan at position 1"),
         (
             {"judge_labelled": [0.5] * 9 + [math.inf]},
-            "judge_labelled must be finite numbers, got np.float64(inf) at position 9",
+            "judge_labelled must be finite numbers, got inf at position 9",
         ),  # fmt: skip
         (
             {"judge_rows": [-math.inf] + [0.5] * 14},
-            "judge_rows must be finite numbers, got np.float64(-inf) at position 0",
+            "judge_rows must be finite numbers, got -inf at position 0",
         ),
         ({"judge_labelled": [0.5] * 5}, "labels and judge_labelled must have one score per labelled row: 10 and 5"),
         (
@@ -315,3 +315,15 @@ def test_a_stratum_the_guard_distrusts_is_named_in_the_note_and_keeps_its_labels
     )
     noise_weight, trusted_weight = result.weights  # the strata in text order
     assert noise_weight == 0.0 and trusted_weight > 0 and result.method == "ppi++"
+
+
+def test_two_labelled_rows_are_the_least_it_takes_and_give_the_formulas_answer():
+    """At exactly two labels the estimate exists (one fewer is refused above): with no tuning the mean of the
+    judge's rows plus the labels' mean gap, inside a finite interval; the labels alone centre on their mean."""
+    y, f, rows = np.array([1.0, 0.0]), np.array([1.0, 1.0]), np.array([1.0, 1.0, 0.0, 1.0, 0.0])
+    result = prediction_powered_mean(labels=y, judge_labelled=f, judge_rows=rows, design="population",
+                                     tuning="none", guard=False, small_sample=True)  # fmt: skip
+    assert result.labels == 2
+    assert result.estimate == pytest.approx(rows.mean() + (y - f).mean(), abs=1e-12)
+    assert math.isfinite(result.low) and result.low < result.estimate < result.high and math.isfinite(result.high)
+    assert result.labels_only.estimate == pytest.approx(0.5, abs=1e-12)
