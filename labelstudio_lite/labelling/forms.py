@@ -68,13 +68,14 @@ class CampaignForm(forms.Form):
     )
     allocation = forms.ChoiceField(
         choices=[
-            ("floor", "Verdict floor: the judge's rare verdict gets at least a quarter"),
-            ("neyman", "Neyman: labels where the judge is least reliable (weighted back in every estimate)"),
+            ("floor", "Verdict floor: the rare verdict gets a quarter"),
+            ("neyman", "Neyman: where the judge is least reliable"),
         ],
         initial="floor",
         required=False,
         label="Tuning items",
-        help_text="Held-out items are drawn at random either way; each item records its inclusion probability.",
+        help_text="Held-out items are drawn at random either way; each item records its inclusion probability, and every "
+        "estimate weighs its label back by it.",
     )
     pass_disagreement = forms.FloatField(
         min_value=0.0,
