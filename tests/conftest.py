@@ -35,6 +35,43 @@ def _broker_url() -> str:
     return os.environ.get("CELERY_BROKER_URL", "")
 
 
+def _redis_database_of_this_process() -> None:
+    """Under pytest-xdist each test process takes Redis databases of its own (the configured one + 1 + its
+    number): a test's ``cache.clear()`` empties its whole database, which would take the queued tasks and the
+    cache of a test running beside it in another process.
+
+    Django's settings are read before this file (pytest-django loads them first), so the cache's location is
+    set here before anything opens it; Celery and the workers a test starts read ``CELERY_BROKER_URL`` from
+    the environment, which takes precedence over Celery's own setting.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return
+    from urllib.parse import urlsplit, urlunsplit
+
+    from django.conf import settings
+
+    offset = 1 + int(worker[2:])
+    for variable in ("CELERY_BROKER_URL", "CACHE_URL"):
+        url = os.environ.get(variable, "")
+        if not url.startswith(("redis://", "rediss://")):
+            continue
+        parts = urlsplit(url)
+        database = int(parts.path.strip("/") or 0) + offset
+        if database > 15:
+            raise pytest.UsageError(f"{variable}={url}: process {worker} would need Redis database {database} (> 15)")
+        os.environ[variable] = urlunsplit(parts._replace(path=f"/{database}"))
+    broker = os.environ.get("CELERY_BROKER_URL", "")
+    if broker.startswith("redis"):
+        settings.CELERY_BROKER_URL = broker
+    cache = settings.CACHES["default"]
+    if "redis" in cache["BACKEND"].lower():
+        cache["LOCATION"] = os.environ.get("CACHE_URL") or broker
+
+
+_redis_database_of_this_process()
+
+
 def pytest_collection_modifyitems(config, items):
     _deselect_benchmarks(config, items)
     from django.conf import settings
