@@ -93,7 +93,10 @@ def _django() -> None:
 
 
 def _prepare(spec: dict[str, Any]) -> dict[str, Any]:
-    """Create the users, the demo eval set and run, and the campaigns; return logins and tokens."""
+    """Create the users, the demo eval set and run, and the campaigns; return logins and tokens.
+
+    ``spec["prefix"]`` (default none) starts every user and campaign name, so a second set can be prepared in the
+    same database (the eval set and run are imported once: imports are idempotent)."""
     _django()
     from django.conf import settings
     from django.contrib.auth import get_user_model
@@ -118,10 +121,11 @@ def _prepare(spec: dict[str, Any]) -> dict[str, Any]:
         k=5,
     ).run
     hashed = make_password(PASSWORD)  # one hash for all: creating users is not what is measured
-    owner = User.objects.create(username="bench-owner", role="eval_owner", password=hashed)
-    names = [f"ann{i:02d}" for i in range(1, spec["annotators"] + 1)]
+    prefix = spec.get("prefix", "")
+    owner = User.objects.create(username=f"{prefix}bench-owner", role="eval_owner", password=hashed)
+    names = [f"{prefix}ann{i:02d}" for i in range(1, spec["annotators"] + 1)]
     crowd = [User.objects.create(username=n, role="annotator", password=hashed) for n in names]
-    solo = User.objects.create(username="solo", role="annotator", password=hashed)
+    solo = User.objects.create(username=f"{prefix}solo", role="annotator", password=hashed)
     out: dict[str, Any] = {"campaigns": {}, "tokens": {}}
     for key, size, overlap, people in (
         ("solo-api", spec["solo_items"], 1, [solo]),
@@ -132,7 +136,7 @@ def _prepare(spec: dict[str, Any]) -> dict[str, Any]:
     ):
         campaign = campaign_create(
             run=run,
-            name=f"bench-{key}",
+            name=f"{prefix}bench-{key}",
             unit="claim",
             size=size,
             overlap=overlap,

@@ -27,8 +27,8 @@ def envbool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean: use 1/true/yes/on or 0/false/no/off")
 
 
-def envint(name: str, default: int, *, minimum: int | None = None) -> int:
-    """Return an integer environment variable, at least ``minimum`` when given."""
+def envint(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return an integer environment variable, at least ``minimum`` and at most ``maximum`` when given."""
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
@@ -38,6 +38,8 @@ def envint(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name}={value} must be at most {maximum}")
     return value
 
 

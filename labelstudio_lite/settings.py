@@ -341,6 +341,9 @@ JOB_SWEEP_SECONDS = envint("JOB_SWEEP_SECONDS", 60, minimum=1)
 # A queued job whose task the broker took this long ago and no worker claimed is sent again (the broker lost it
 # in an outage, or a worker took it while the database was away); a task delivered twice runs its job once.
 JOB_RESEND_SECONDS = envint("JOB_RESEND_SECONDS", 600, minimum=5)
+# A job's thread runs at this nice value (Linux: per thread), so imports and scoring yield the CPU to the pages
+# people are using on the same machine: the web server's threads stay at 0. 0 turns it off.
+JOB_NICENESS = envint("JOB_NICENESS", 10, minimum=0, maximum=19)
 # A job whose worker lost the database waits this long for it to come back to record how the job ended.
 JOB_OUTAGE_WAIT_SECONDS = envint("JOB_OUTAGE_WAIT_SECONDS", 3600, minimum=10)
 

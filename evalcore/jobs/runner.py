@@ -35,6 +35,7 @@ from ..services.problems import ImportFailed, UserFacingError
 from ..services.uploads import discard_uploads_of, local_files
 from .errors import JobCancelled
 from .liveness import Alive, alive_key, cache_quietly, job_reap, progress_key, runner_gone, this_process
+from .priority import lower_priority
 from .registry import job_kind
 
 logger = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ def _outcome(job: Job, spec: Any, progress: Progress) -> dict[str, Any]:
     params = None
     try:
         params = spec.params(**job.params)
-        with local_files(params) as local:
+        with local_files(params) as local, lower_priority(settings.JOB_NICENESS):
             result = spec.handler(local, job, progress)
     except JobCancelled:
         return {"result": {"cancelled": True}, "status": Job.Status.CANCELLED}
