@@ -2,7 +2,8 @@
 
 ``python -m benchmarks labelling ...``, ``python -m benchmarks judge ...``, ``python -m benchmarks imports`` and
 ``python -m benchmarks scale ...`` run the labelling endpoints, the judge runner, the readers of the tools' formats
-and two 100,000-row runs end to end, with options of their own (``--help``)."""
+and two 100,000-row runs end to end, and ``python -m benchmarks evalset ...`` the eval set import at two sizes, with
+options of their own (``--help``)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
         from .scale import main as scale_main
 
         return scale_main(argv[1:])
+    if argv[:1] == ["evalset"]:  # the eval set import at two sizes: its peak memory, with options of its own (--help)
+        from .scale_evalset import main as evalset_main
+
+        return evalset_main(argv[1:])
     if argv[:1] == ["judge"]:  # the judge runner against the fake judge, with options of its own (--help)
         from .judge import main as judge_main
 

@@ -28,11 +28,7 @@ def write_scale_files(folder: Path, n: int, *, seed: int = 5) -> dict[str, Path]
     n_gold = rng.integers(1, 4, n)
     quality = rng.beta(6, 2, n)
     paths = {name: folder / f"{name}.jsonl" for name in ("questions", "base", "cand")}
-    with paths["questions"].open("w", encoding="utf-8") as out:
-        for i in range(n):
-            gold = [{"doc": f"d{i}-{g}", "grade": 1 + (g + i) % 3} for g in range(int(n_gold[i]))]
-            record = {"id": f"q{i:06d}", "question": f"What does plan {i} refund?", "type": f"type-{types[i]:02d}"}
-            out.write(json.dumps({**record, "gold": gold}) + "\n")
+    _write_questions(paths["questions"], types, n_gold)
     for name, run_seed in (("base", seed + 1), ("cand", seed + 2)):
         r = np.random.default_rng(run_seed)
         moved = r.random(n) < (0.33 if name == "cand" else 0.0)
@@ -70,3 +66,21 @@ def write_scale_files(folder: Path, n: int, *, seed: int = 5) -> dict[str, Path]
                 }
                 out.write(json.dumps(row) + "\n")
     return paths
+
+
+def write_questions_file(path: Path, n: int, *, seed: int = 5) -> Path:
+    """Write only the eval set of ``n`` questions (the same as :func:`write_scale_files` writes) to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, TYPES + 1) ** 0.8
+    types = rng.choice(TYPES, n, p=weights / weights.sum())
+    _write_questions(path, types, rng.integers(1, 4, n))
+    return path
+
+
+def _write_questions(path: Path, types: np.ndarray, n_gold: np.ndarray) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(len(types)):
+            gold = [{"doc": f"d{i}-{g}", "grade": 1 + (g + i) % 3} for g in range(int(n_gold[i]))]
+            record = {"id": f"q{i:06d}", "question": f"What does plan {i} refund?", "type": f"type-{types[i]:02d}"}
+            out.write(json.dumps({**record, "gold": gold}) + "\n")

@@ -3,13 +3,15 @@
 The file is read twice, streaming: first to validate every question and hash the content (no
 writes), then, only if nothing was wrong, to write the new version in one transaction and seal
 it. Importing the same content again creates nothing and says which version already holds it.
+What the first pass learns of each question (its id, line and hash) is kept in an on-disk
+:class:`.id_book.IdBook`, not in memory: the import's memory does not grow with the file.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -27,7 +29,8 @@ from .fields import (
     extra_fields,
     is_blank,
 )
-from .importing import Progress, about_file, create_once, in_batches, no_progress, refresh_statistics, validated
+from .id_book import IdBook
+from .importing import Progress, Seen, about_file, create_once, in_batches, no_progress, refresh_statistics, validated
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import count_records, detect_format
@@ -156,10 +159,15 @@ def question_hash(question: dict[str, Any]) -> str:
     ).hexdigest()
 
 
-def content_hash(pairs: list[tuple[str, str]]) -> str:
+def content_hash(pairs: Iterable[tuple[str, str]]) -> str:
     """Hash a version's content: its questions' hashes in question id order (file order does not matter)."""
+    return sorted_content_hash(sorted(pairs))
+
+
+def sorted_content_hash(pairs: Iterable[tuple[str, str]]) -> str:
+    """:func:`content_hash` of pairs given already in question id order (streamed, never held)."""
     digest = hashlib.sha256()
-    for qid, qhash in sorted(pairs):
+    for qid, qhash in pairs:
         digest.update(qid.encode())
         digest.update(b"\0")
         digest.update(qhash.encode())
@@ -181,7 +189,7 @@ def question_as_dict(question: Question) -> dict[str, Any]:
 
 
 def _validated(
-    path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector
+    path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector, seen: Seen
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     records = read_import(path, fmt, name, trec="trec-qrels", holding="questions", problems=problems)
     return validated(
@@ -190,7 +198,33 @@ def _validated(
         problems,
         key=lambda question: question["qid"],
         duplicate=lambda qid, first: f"question id {qid!r} is used twice (first on line {first}); ids must be unique",
+        seen=seen,
     )
+
+
+def _new_questions(
+    path: Path, fmt: str, name: str, topics: dict[str, str], problems: ProblemCollector, book: IdBook
+) -> Iterator[dict[str, Any]]:
+    """Read the file again (it was found valid, without a duplicate) and yield the questions the book kept as new,
+    each checked against what the first pass hashed; a file changed since then is a problem."""
+    kept = book.new_questions()
+    wanted = next(kept, None)
+    for place, (line, question) in enumerate(_validated(path, fmt, name, topics, problems, lambda q, n: None), 1):
+        if place > book.records:
+            problems.add(line, None, CHANGED)
+            return
+        if wanted is None or place < wanted[0]:
+            continue  # a question the base version holds
+        if place > wanted[0] or question["qid"] != wanted[1] or question_hash(question) != wanted[2]:
+            problems.add(line, None, CHANGED)
+            return
+        yield question
+        wanted = next(kept, None)
+    if wanted is not None and not problems:
+        problems.add(None, None, CHANGED)
+
+
+CHANGED = "the file changed while it was being imported; import it again once it is complete"
 
 
 def evalset_import(
@@ -231,20 +265,53 @@ def evalset_import(
         )
 
     total = count_records(path, fmt) if fmt != "trec-qrels" else None
+    with IdBook() as book:
+        return _import_with_book(
+            book,
+            path=path,
+            fmt=fmt,
+            display=display,
+            name=name,
+            eval_set=eval_set,
+            parent=parent,
+            mode=mode,
+            topics=topics,
+            total=total,
+            description=description,
+            note=note,
+            user=user,
+            progress=progress,
+        )
+
+
+def _import_with_book(
+    book: IdBook,
+    *,
+    path: Path,
+    fmt: str,
+    display: str,
+    name: str,
+    eval_set: EvalSet | None,
+    parent: EvalSetVersion | None,
+    mode: str,
+    topics: dict[str, str],
+    total: int | None,
+    description: str,
+    note: str,
+    user: Any,
+    progress: Progress,
+) -> EvalSetImportResult:
     problems = ProblemCollector(display)
-    pairs: list[tuple[str, str]] = []
-    parent_hashes: dict[str, str] = {}
     if mode == "extend" and parent is not None:
-        parent_hashes = {
-            q.qid: question_hash(question_as_dict(q)) for q in parent.questions.all().iterator(chunk_size=2000)
-        }
-    parent_folded = {qid.casefold(): qid for qid in parent_hashes}
-    new_ids: set[str] = set()
+        book.add_base(
+            (q.qid, question_hash(question_as_dict(q))) for q in parent.questions.all().iterator(chunk_size=2000)
+        )
     count = 0
-    for line, question in _validated(path, fmt, display, topics, problems):
+    for line, question in _validated(path, fmt, display, topics, problems, book.seen):
         qhash = question_hash(question)
-        if question["qid"] in parent_hashes:
-            if parent_hashes[question["qid"]] != qhash:
+        known = book.base_hash(question["qid"]) if book.base_count else None
+        if known is not None:
+            if known != qhash:
                 problems.add(
                     line,
                     "id",
@@ -252,7 +319,7 @@ def evalset_import(
                     f"give the changed question a new id",
                 )
             continue
-        alike = parent_folded.get(question["qid"].casefold()) if parent_hashes else None
+        alike = book.base_alike(question["qid"]) if book.base_count else None
         if alike is not None:
             problems.add(
                 line,
@@ -261,17 +328,15 @@ def evalset_import(
                 "only by case look like one question; rename it",
             )
             continue
-        new_ids.add(question["qid"])
-        pairs.append((question["qid"], qhash))
+        book.keep(question["qid"], qhash)
         count += 1
         if count % 1000 == 0:
             progress(count, total, "validating")
     problems.raise_if_any()
-    if count == 0 and not parent_hashes:
+    if count == 0 and not book.base_count:
         raise ImportFailed([ImportProblem(display, None, None, "the file holds no questions")])
-    if mode == "extend":
-        pairs.extend(parent_hashes.items())
-    digest = content_hash(pairs)
+    digest = sorted_content_hash(book.pairs_by_id())
+    question_count = book.new_count + book.base_count
 
     if eval_set is not None:
         existing = eval_set.versions.filter(content_hash=digest).first()
@@ -281,7 +346,7 @@ def evalset_import(
                 False,
                 f"Nothing new: {existing.label} already holds exactly these {existing.question_count} questions.",
             )
-    if mode == "extend" and not new_ids:
+    if mode == "extend" and not book.new_count:
         raise ImportFailed(
             [ImportProblem(display, None, None, f"every question in the file is already in {parent}: nothing to add")]
         )
@@ -298,7 +363,7 @@ def evalset_import(
             number=(latest.number + 1) if latest else 1,
             parent=parent if mode == "extend" else latest,
             content_hash=digest,
-            question_count=len(pairs),
+            question_count=question_count,
             source_name=display,
             note=note,
             created_by=user,
@@ -316,8 +381,7 @@ def evalset_import(
         second_pass = ProblemCollector(display)
         fresh = (
             Question(version=version, **question)
-            for _, question in _validated(path, fmt, display, topics, second_pass)
-            if question["qid"] in new_ids
+            for question in _new_questions(path, fmt, display, topics, second_pass, book)
         )
         written = 0
         for batch in in_batches(fresh, WRITE_BATCH):
@@ -337,7 +401,7 @@ def evalset_import(
             version, False, f"Nothing new: {version.label} already holds exactly these questions."
         )
     refresh_statistics(Question)
-    progress(len(pairs), len(pairs), "done")
+    progress(question_count, question_count, "done")
     lineage = f", derived from v{version.parent.number}" if version.parent else ""
     return EvalSetImportResult(
         version, True, f"Created {version.label} with {version.question_count} questions{lineage}."

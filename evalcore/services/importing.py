@@ -42,6 +42,10 @@ def about_file(display: str, check: Callable[[], T]) -> T:
         raise ImportFailed([ImportProblem(display, None, None, str(error))]) from None
 
 
+#: Records an id read on a line and returns None, or returns the earlier id of the same casefold and its line.
+Seen = Callable[[str, int], tuple[str, int] | None]
+
+
 def validated(
     records: Iterable[Record],
     normalize: Callable[[dict[str, Any]], T],
@@ -49,16 +53,17 @@ def validated(
     *,
     key: Callable[[T], str],
     duplicate: Callable[[str, int], str],
+    seen: Seen | None = None,
 ) -> Iterator[tuple[int, T]]:
     """Yield ``(line, value)`` for each record that ``normalize`` accepts and whose key is new.
 
     A :class:`FieldError` from ``normalize`` becomes a problem on the record's line; a repeated
     key becomes a problem on field ``id`` with ``duplicate(key, first_line)`` as its message, and a key
-    that differs from an earlier one only by case is refused naming both lines. Stops
-    once the collector is full (the import then reports the first problems only).
+    that differs from an earlier one only by case is refused naming both lines. ``seen`` keeps the keys
+    (by default a dict in memory; an import of any size passes an on-disk book, :class:`.id_book.IdBook`).
+    Stops once the collector is full (the import then reports the first problems only).
     """
-    # ids by casefold (Q1 and q1 look like one question): the line, with the id itself when it is not its casefold
-    seen: dict[str, int | tuple[str, int]] = {}
+    seen = seen or seen_in_memory()
     for record in records:
         if problems.full:
             problems.truncated = True
@@ -69,17 +74,31 @@ def validated(
             problems.add(record.line, error.field, error.message)
             continue
         name = key(value)
-        folded = name.casefold()
-        earlier = seen.get(folded)
+        earlier = seen(name, record.line)
         if earlier is not None:
-            other, line = (folded, earlier) if isinstance(earlier, int) else earlier
+            other, line = earlier
             if other == name:
                 problems.add(record.line, "id", duplicate(name, line))
             else:
                 problems.add(record.line, "id", case_collision(name, record.line, other, line))
             continue
-        seen[folded] = record.line if name == folded else (name, record.line)
         yield record.line, value
+
+
+def seen_in_memory() -> Seen:
+    """Keep ids in a dict by casefold (Q1 and q1 look like one question): the line, with the id when it is not
+    its casefold."""
+    book: dict[str, int | tuple[str, int]] = {}
+
+    def seen(name: str, line: int) -> tuple[str, int] | None:
+        folded = name.casefold()
+        earlier = book.get(folded)
+        if earlier is not None:
+            return (folded, earlier) if isinstance(earlier, int) else earlier
+        book[folded] = line if name == folded else (name, line)
+        return None
+
+    return seen
 
 
 def case_collision(name: str, line: int, other: str, other_line: int) -> str:
