@@ -322,3 +322,16 @@ def test_no_questions_at_all_are_refused():
         prediction_powered_difference(base_judge=[], candidate_judge=[], base_labels=[], candidate_labels=[],
                                       design="run", strata=[])  # fmt: skip
     assert str(error.value) == "every array is empty: there are no questions to compare"
+
+
+def test_a_judge_constant_on_its_labelled_rows_gets_weight_exactly_0():
+    """The candidate judge gives 0.1 on all 4 of its labelled rows: no information, so weight 0 exactly (its mean
+    over the 3 rows shared with the base run rounds off 0.1, so a covariance of 1e-35 must not become a weight)."""
+    nan = math.nan
+    ya = [nan, 0.34, 0.15, 0.45, 0.8, 0.23, 0.05, 0.4, nan, nan]
+    yb = [0.2, 0.09, 0.58, 0.3] + [nan] * 6
+    fa = [-0.407, -0.296, -0.055, -0.4, -0.757, -0.168, 0.05, -0.305, -0.454, -0.424]  # against people: weight 0
+    fb = [0.1] * 4 + [0.67, 0.2, 0.94, 0.37, 0.11, 0.63]
+    result = prediction_powered_difference(base_judge=fa, candidate_judge=fb, base_labels=ya, candidate_labels=yb,
+                                           design="run", guard=False)  # fmt: skip
+    assert (result.weights, result.method) == (((0.0, 0.0),), "labels")
