@@ -35,6 +35,22 @@ _TIES = (
     "the larger, resp. smaller, step over the tie; test_tied_p_values_get_one_adjusted_value_in_any_order)"
 )
 
+_KEYS = "keys = np.asarray([str(k) for k in strata], dtype=object) if len(strata) else np.array([], dtype=object)"
+_MISSING = "missing = sorted(set(lab_keys.tolist()) - set(row_keys.tolist()), key=str)"
+_MEAN_NAMES = "names = sorted(set(row_keys.tolist()), key=str)"
+_DIFF_NAMES = "names = sorted(set(keys.tolist()), key=str)"
+_SHARES = "shares = np.array([fit.rows for fit in fits], dtype=np.float64) / rows.size"
+_DIAG = "lams = np.where(diag > 0, gradient / np.where(diag > 0, diag, 1.0), 0.0)"
+_BY_TEXT = (
+    "the stratum keys are all Python strings (_keys makes each with str(k); a list of strings keeps them str) "
+    "or, with no strata, all the integer 0: sorted by str or by themselves, the same order"
+)
+_EMPTY_STRATA = (
+    "reached only for an empty strata list, and every caller has more than 0 rows by then (the mean refuses "
+    "fewer than 2 labelled rows or no judge-scored rows, the difference an empty input, before _keys): the "
+    "empty array of either dtype has size 0, and the same error names 0 strata"
+)
+
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     # ---- paired_tests: the exact lattice distribution (both of its branches are exact) ----
     ("paired_tests.py", "_lattice_cdf", "size = int(units.sum()) + 1", "size = int(units.sum()) + 2"): (
@@ -293,4 +309,59 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
             _POOLED.replace("else 0.0)", "else 1.0)"),
         )
     },
+    # ---- ppi ----
+    (
+        "ppi.py",
+        "_check_tuning",
+        'return check_probability(tuning, "tuning", open_interval=False)',
+        'return check_probability(tuning, "tuning", open_interval=None)',
+    ): "open_interval is only tested for truth: None and False take the same branch",
+    ("ppi.py", "_difference_stratum", "guarded = False", "guarded = None"): (
+        "the flag is read only by prediction_powered_difference, through any(): None and False are both false "
+        "(and a stratum where the guard acts sets it to True in either)"
+    ),
+    ("ppi.py", "_difference_weights", _DIAG, _DIAG.replace("diag, 1.0)", "diag, 2.0)")): (
+        "the 1.0 only stands in for a zero diagonal so that nothing is divided by 0; the outer where drops "
+        "that quotient (diag > 0 is false there), and 2.0 is as harmless"
+    ),
+    ("ppi.py", "_keys", _KEYS, _KEYS.replace("if len(strata)", "if (len(strata)) or True")): (
+        "for an empty strata list np.asarray([], dtype=object) is the same empty object array as "
+        "np.array([], dtype=object)"
+    ),
+    ("ppi.py", "_keys", _KEYS, _KEYS.replace("np.array([], dtype=object)", "np.array([], dtype=None)")): _EMPTY_STRATA,
+    ("ppi.py", "_keys", _KEYS, _KEYS.replace("np.array([], dtype=object)", "np.array([], )")): _EMPTY_STRATA,
+    ("ppi.py", "_mean_inputs", _MISSING, _MISSING.replace("key=str", "key=None")): _BY_TEXT,
+    ("ppi.py", "_mean_inputs", _MISSING, _MISSING.replace(", key=str)", ", )")): _BY_TEXT,
+    ("ppi.py", "prediction_powered_mean", _MEAN_NAMES, _MEAN_NAMES.replace("key=str", "key=None")): _BY_TEXT,
+    ("ppi.py", "prediction_powered_mean", _MEAN_NAMES, _MEAN_NAMES.replace(", key=str)", ", )")): _BY_TEXT,
+    ("ppi.py", "prediction_powered_difference", _DIFF_NAMES, _DIFF_NAMES.replace("key=str", "key=None")): _BY_TEXT,
+    ("ppi.py", "prediction_powered_difference", _DIFF_NAMES, _DIFF_NAMES.replace(", key=str)", ", )")): _BY_TEXT,
+    **{
+        ("ppi.py", "prediction_powered_mean", _SHARES, mutated): (
+            "the rows per stratum are integers: as an int64 array divided by the row count they give the same "
+            "float64 shares (true division converts both to float64 first; counts are far below 2**53)"
+        )
+        for mutated in (
+            _SHARES.replace("dtype=np.float64", "dtype=None"),
+            _SHARES.replace(", dtype=np.float64)", ", )"),
+        )
+    },
+    (
+        "ppi.py",
+        "prediction_powered_mean",
+        'elif design == "independent" and len(fits) > 1:  # the strata\'s shares are themselves estimated from the rows',
+        'elif design == "independent" and len(fits) >= 1:  # the strata\'s shares are themselves estimated from the rows',
+    ): (
+        "with one stratum its share is N / N = 1.0 and its mean is the overall mean, so the between-strata "
+        "variance is (e - e) ** 2 = 0.0 exactly and adding it changes no variance"
+    ),
+    (
+        "ppi.py",
+        "prediction_powered_difference",
+        "guarded = any(fit[0][3] for fit in fits)",
+        "guarded = any(fit[1][3] for fit in fits)",
+    ): (
+        "_difference_stratum gives its tuned and its labels-only tuple the same guarded flag (one variable, "
+        "set before both are built)"
+    ),
 }

@@ -320,7 +320,7 @@ def _difference_weights(ya, yb, fa, fb, has_a, has_b, rows):
     both = has_a & has_b
     n_a, n_b, m = int(has_a.sum()), int(has_b.sum()), int(both.sum())
     c_a, c_b = 1 / n_a - 1 / rows, 1 / n_b - 1 / rows
-    c_ab = (m / (n_a * n_b) - 1 / rows) if m >= 2 else 0.0
+    c_ab = m / (n_a * n_b) - 1 / rows  # multiplies only covariances over the m rows: 0 when m < 2
 
     def cov(x, y, mask):
         return float(np.cov(x[mask], y[mask])[0, 1]) if mask.sum() >= 2 else 0.0
@@ -440,6 +440,8 @@ def prediction_powered_difference(
     yb = np.asarray(candidate_labels, dtype=np.float64).ravel()
     if not fa.size == fb.size == ya.size == yb.size:
         raise ValueError(f"every array holds one value per question: got {fa.size}, {fb.size}, {ya.size}, {yb.size}")
+    if fa.size == 0:
+        raise ValueError("every array is empty: there are no questions to compare")
     if np.isinf(ya).any() or np.isinf(yb).any():
         raise ValueError("labels must be finite numbers or NaN (unlabelled)")
     keys = _keys(strata, fa.size, "strata")

@@ -9,6 +9,7 @@ Strata add up at their shares of the rows; the "population" design adds the peop
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -49,7 +50,7 @@ def reference(ya, yb, fa, fb, strata, weights, design):
     both = has_a & has_b
     n_a, n_b, m = has_a.sum(), has_b.sum(), both.sum()
     s_a, s_b = np.var(ya[has_a], ddof=1), np.var(yb[has_b], ddof=1)
-    s_ab = np.cov(ya[both], yb[both])[0, 1]
+    s_ab = np.cov(ya[both], yb[both])[0, 1] if m >= 2 else 0.0  # no covariance from fewer than 2 shared rows
     srs = s_a / n_a + s_b / n_b - 2 * s_ab * m / (n_a * n_b)
     if design == "run":
         srs -= (s_a + s_b - 2 * s_ab) / ya.size
@@ -127,9 +128,11 @@ def test_a_judge_unrelated_to_people_gets_no_weight():
 def test_a_constant_candidate_judge_gets_no_weight_and_the_base_weight_minimises_alone():
     ya, yb, fa, fb, _ = _runs()
     flat = np.full(ya.size, 0.5)  # no spread: the two weights' system is singular
-    result = prediction_powered_difference(
-        base_judge=fa, candidate_judge=flat, base_labels=ya, candidate_labels=yb, design="run", guard=False
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the singular system is solved without dividing by its zero diagonal
+        result = prediction_powered_difference(
+            base_judge=fa, candidate_judge=flat, base_labels=ya, candidate_labels=yb, design="run", guard=False
+        )
     ((lam_a, lam_b),) = result.weights
     assert lam_b == 0.0 and 0.05 < lam_a < 0.95
     keys = np.array(["all"] * ya.size)
@@ -170,6 +173,7 @@ def test_labels_may_be_given_as_lists_with_none_for_unlabelled_rows():
         ({"confidence": 1.0}, "confidence must be strictly between 0 and 1, got 1.0"),
         ({"candidate_labels": [1.0] * 9}, "every array holds one value per question: got 10, 10, 10, 9"),
         ({"candidate_labels": [1.0] * 9 + [math.inf]}, "labels must be finite numbers or NaN (unlabelled)"),
+        ({"strata": ["s"] * 3}, "strata must give one stratum per row: 3 strata for 10 rows"),
     ],
 )
 def test_bad_input_is_named_in_full(change, message):
@@ -209,3 +213,125 @@ def test_the_guard_s_note_names_what_it_did():
     unguarded = prediction_powered_difference(base_judge=fa, candidate_judge=noise, base_labels=ya,
                                               candidate_labels=yb, design="run", guard=False)  # fmt: skip
     assert unguarded.weights[0][1] > 0 and unguarded.note is None
+
+
+def _minimiser(ya, yb, fa, fb):
+    """The weights solving the 2x2 system of the documented variance (one stratum), clipped to [0, 1]."""
+    has_a, has_b = ~np.isnan(ya), ~np.isnan(yb)
+    both = has_a & has_b
+    n_a, n_b, m, rows = has_a.sum(), has_b.sum(), both.sum(), ya.size
+    c_a, c_b, c_ab = 1 / n_a - 1 / rows, 1 / n_b - 1 / rows, m / (n_a * n_b) - 1 / rows
+
+    def cov(x, y, mask):  # the rows labelled on both runs give no covariance when fewer than 2
+        return np.cov(x[mask], y[mask])[0, 1] if mask.sum() >= 2 else 0.0
+
+    hessian = [
+        [c_a * cov(fa, fa, has_a), -c_ab * cov(fa, fb, both)],
+        [-c_ab * cov(fa, fb, both), c_b * cov(fb, fb, has_b)],
+    ]
+    gradient = [
+        c_a * cov(ya, fa, has_a) - c_ab * cov(fa, yb, both),
+        c_b * cov(yb, fb, has_b) - c_ab * cov(ya, fb, both),
+    ]
+    return tuple(np.clip(np.linalg.solve(hessian, gradient), 0, 1))
+
+
+@pytest.mark.parametrize("design", ["run", "population"])
+@pytest.mark.parametrize("shared", [0, 1, 2, 30])
+def test_the_rows_labelled_on_both_runs_enter_only_from_two_on(design, shared):
+    """Base labelled on rows 0-59, candidate on 60 - shared to 119 - shared: 0, 1, 2 or 30 rows labelled on both."""
+    rng = np.random.default_rng(7)
+    truth_a, truth_b = rng.random(200), rng.random(200)
+    fa, fb = truth_a + rng.normal(0, 0.3, 200), truth_b + rng.normal(0, 0.4, 200)
+    rows = np.arange(200)
+    ya = np.where(rows < 60, truth_a + rng.normal(0, 0.1, 200), np.nan)
+    yb = np.where(
+        (rows >= 60 - shared) & (rows < 120 - shared), 0.4 * truth_a + truth_b + rng.normal(0, 0.1, 200), np.nan
+    )
+    assert int((~np.isnan(ya) & ~np.isnan(yb)).sum()) == shared
+    result = prediction_powered_difference(base_judge=fa, candidate_judge=fb, base_labels=ya, candidate_labels=yb,
+                                           design=design, guard=False)  # fmt: skip
+    ((lam_a, lam_b),) = result.weights
+    assert (lam_a, lam_b) == pytest.approx(_minimiser(ya, yb, fa, fb), abs=1e-12)
+    assert 0 < lam_a < 1 and 0 < lam_b < 1
+    est, var, lab_est, lab_var, effective, labelled = reference(ya, yb, fa, fb, ["all"] * 200, [(lam_a, lam_b)], design)
+    assert (result.estimate, result.standard_error) == pytest.approx((est, math.sqrt(var)), rel=1e-12)
+    assert (result.labels_only.estimate, result.labels_only.high) == pytest.approx(
+        (lab_est, lab_est + Z95 * math.sqrt(lab_var)), rel=1e-12
+    )
+    assert (result.effective_labels, result.labels) == (pytest.approx(effective, rel=1e-12), labelled)
+
+
+def _uninformative(seed: int):
+    """Small runs whose judges, jointly tuned, widen the interval (found by a seeded search)."""
+    rng = np.random.default_rng(seed)
+    rows = int(rng.integers(10, 40))
+    common = rng.normal(size=rows)
+    ya = rng.normal(size=rows) + rng.uniform(-2, 2) * common
+    yb = rng.normal(size=rows) + rng.uniform(-2, 2) * common
+    fa = (
+        rng.uniform(-1, 1) * ya + rng.normal(size=rows) * rng.uniform(0, 1) + rng.uniform(-3, 3) * common
+    ) * rng.uniform(0.1, 1)
+    fb = (
+        rng.uniform(-1, 1) * yb + rng.normal(size=rows) * rng.uniform(0, 1) + rng.uniform(-3, 3) * common
+    ) * rng.uniform(0.1, 1)
+    p = rng.uniform(0.3, 0.9)
+    lab_a = rng.random(rows) < p
+    lab_b = lab_a if rng.random() < 0.5 else rng.random(rows) < p
+    return dict(base_judge=fa, candidate_judge=fb, base_labels=np.where(lab_a, ya, np.nan),
+                candidate_labels=np.where(lab_b, yb, np.nan), design="run")  # fmt: skip
+
+
+def test_when_the_tuned_interval_is_no_narrower_the_labels_stand_alone_exactly():
+    runs = _uninformative(14)
+    unguarded = prediction_powered_difference(**runs, guard=False)
+    assert (
+        any(unguarded.weights[0])
+        and unguarded.high - unguarded.estimate >= unguarded.labels_only.high - unguarded.labels_only.estimate
+    )
+    result = prediction_powered_difference(**runs)
+    alone = prediction_powered_difference(**runs, tuning="labels")
+    assert (result.method, result.weights) == ("labels", ((0.0, 0.0),))
+    assert result.note == "the judge did not narrow the interval: the labels stand alone"
+    assert tuple(result) == tuple(alone) and result.labels_only == alone.labels_only
+    assert (result.standard_error, result.effective_labels) == (alone.standard_error, alone.effective_labels)
+    assert unguarded.note is None and alone.note is None
+
+
+def test_a_judge_that_runs_against_people_gets_weight_0_without_a_guard_note():
+    ya, yb, fa, fb, _ = _runs()
+    against = -fb  # the candidate judge scores high where people score low: its weight clips to 0
+    result = prediction_powered_difference(base_judge=fa, candidate_judge=against, base_labels=ya,
+                                           candidate_labels=yb, design="run")  # fmt: skip
+    ((lam_a, lam_b),) = result.weights
+    assert lam_a > 0 and lam_b == 0.0 and result.method == "ppi++"
+    assert result.note is None  # no weight above 0 was set aside: the guard did nothing
+
+
+def test_two_base_labels_a_stratum_suffice():
+    ya, yb, fa, fb, _ = _runs()
+    ya_two = np.full(ya.size, np.nan)
+    ya_two[[1, 2]] = (0.3, 0.8)
+    two = prediction_powered_difference(base_judge=fa, candidate_judge=fb, base_labels=ya_two, candidate_labels=yb,
+                                        design="run", guard=False)  # fmt: skip
+    assert two.labels == 2 + int((~np.isnan(yb)).sum())
+
+
+def test_no_questions_at_all_are_refused():
+    with pytest.raises(ValueError) as error:
+        prediction_powered_difference(base_judge=[], candidate_judge=[], base_labels=[], candidate_labels=[],
+                                      design="run", strata=[])  # fmt: skip
+    assert str(error.value) == "every array is empty: there are no questions to compare"
+
+
+def test_a_judge_constant_on_its_labelled_rows_gets_weight_exactly_0():
+    """The candidate judge gives 0.1 on all 4 of its labelled rows: no information, so weight 0 exactly (its mean
+    over the 3 rows shared with the base run rounds off 0.1, so a covariance of 1e-35 must not become a weight)."""
+    nan = math.nan
+    ya = [nan, 0.34, 0.15, 0.45, 0.8, 0.23, 0.05, 0.4, nan, nan]
+    yb = [0.2, 0.09, 0.58, 0.3] + [nan] * 6
+    fa = [-0.407, -0.296, -0.055, -0.4, -0.757, -0.168, 0.05, -0.305, -0.454, -0.424]  # against people: weight 0
+    fb = [0.1] * 4 + [0.67, 0.2, 0.94, 0.37, 0.11, 0.63]
+    result = prediction_powered_difference(base_judge=fa, candidate_judge=fb, base_labels=ya, candidate_labels=yb,
+                                           design="run", guard=False)  # fmt: skip
+    assert (result.weights, result.method) == (((0.0, 0.0),), "labels")

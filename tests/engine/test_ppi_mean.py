@@ -236,6 +236,15 @@ A10, A15 = ["a"] * 10, ["a"] * 15
         ({"confidence": 1.2}, "confidence must be strictly between 0 and 1, got 1.2"),
         ({"labels": [1.0, math.nan] + [0.0] * 8}, "labels must be finite numbers, got nan at position 1"),
         (
+            {"labels": [1.0, None] + [0.0] * 8},
+            "labels must be finite numbers, got nan at position 1",
+        ),  # a missing score
+        ({"judge_rows": [0.5] * 14 + [None]}, "judge_rows must be finite numbers, got nan at position 14"),
+        (
+            {"judge_rows": [0.5] * 5},
+            "stratum 0 has 10 labelled rows but only 5 rows: the labelled rows are among the run's rows in this design",
+        ),  # fmt: skip
+        (
             {"judge_labelled": [0.5] * 9 + [math.inf]},
             "judge_labelled must be finite numbers, got inf at position 9",
         ),  # fmt: skip
@@ -327,3 +336,53 @@ def test_two_labelled_rows_are_the_least_it_takes_and_give_the_formulas_answer()
     assert result.estimate == pytest.approx(rows.mean() + (y - f).mean(), abs=1e-12)
     assert math.isfinite(result.low) and result.low < result.estimate < result.high and math.isfinite(result.high)
     assert result.labels_only.estimate == pytest.approx(0.5, abs=1e-12)
+
+
+def test_strata_are_told_apart_by_their_whole_text():
+    # numpy's fixed-width text arrays drop trailing NUL characters: the keys are kept as Python strings
+    result = prediction_powered_mean(**{**GOOD, "labelled_strata": ["a"] * 5 + ["a\x00"] * 5,
+                                        "row_strata": ["a"] * 8 + ["a\x00"] * 7})  # fmt: skip
+    assert result.strata == 2
+
+
+def test_small_sample_is_the_default():
+    y, f = graded(5, 30)
+    default = prediction_powered_mean(labels=y[:8], judge_labelled=f[:8], judge_rows=f, design="run")
+    assert default == prediction_powered_mean(labels=y[:8], judge_labelled=f[:8], judge_rows=f, design="run",
+                                              small_sample=True)  # fmt: skip
+    plain = prediction_powered_mean(labels=y[:8], judge_labelled=f[:8], judge_rows=f, design="run", small_sample=False)
+    assert default.high - default.low > plain.high - plain.low
+
+
+def test_a_judge_that_matches_people_exactly_leaves_no_uncertainty_and_is_worth_infinitely_many_labels():
+    y, _ = graded(6, 50)
+    result = prediction_powered_mean(labels=y[:10], judge_labelled=y[:10], judge_rows=y, design="run",
+                                     tuning="none", small_sample=False)  # fmt: skip
+    assert (result.standard_error, result.low, result.high) == (0.0, result.estimate, result.estimate)
+    assert result.estimate == pytest.approx(y.mean(), abs=1e-15) and result.effective_labels == math.inf
+    assert result.in_words() == "the labels alone leave no uncertainty here"
+
+
+def _uninformative(seed: int):
+    """A small stratified pass/fail run whose tuned judge widens the interval (found by a seeded search)."""
+    rng = np.random.default_rng(seed)
+    rows = int(rng.integers(12, 40))
+    y = (rng.random(rows) < rng.uniform(0.2, 0.9)).astype(float)
+    f = np.clip(rng.uniform(-0.5, 1) * y + rng.normal(size=rows) * rng.uniform(0.1, 1), -3, 3)
+    strata = np.where(rng.random(rows) < 0.5, "a", "b")
+    lab = rng.random(rows) < rng.uniform(0.3, 0.9)
+    return dict(labels=y[lab], judge_labelled=f[lab], judge_rows=f, labelled_strata=strata[lab].tolist(),
+                row_strata=strata.tolist())  # fmt: skip
+
+
+@pytest.mark.parametrize("design", ["run", "population"])
+def test_when_the_tuned_interval_is_no_narrower_the_labels_stand_alone_with_their_own_degrees_of_freedom(design):
+    runs = _uninformative(142)
+    assert any(prediction_powered_mean(**runs, design=design, guard=False).weights)  # the judge had weight
+    result = prediction_powered_mean(**runs, design=design)
+    alone = prediction_powered_mean(**runs, design=design, tuning="labels")
+    assert (result.method, result.weights, alone.note) == ("labels", (0.0, 0.0), None)
+    assert result.note == "the judge did not narrow the interval: the labels stand alone"
+    # the same interval as the labels alone, Student's quantile included (the strata's labels-only variances)
+    assert tuple(result) == tuple(alone) and result.labels_only == alone.labels_only
+    assert (result.standard_error, result.effective_labels) == (alone.standard_error, alone.effective_labels)
