@@ -21,6 +21,30 @@ def nfc(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
+def encodable(text: str) -> bool:
+    """Whether ``text`` is all characters: a lone surrogate (``"\\ud800"`` in JSON, half of a pair) is not one, and no
+    database stores it as text. ASCII text is answered without looking (CPython knows it)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _surrogate_problem(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(text[error.start])
+        return (
+            f"holds a lone surrogate (\\u{code:04x}) at position {error.start + 1}, half of a pair that is not a "
+            "character; fix the program that wrote it or the text is refused"
+        )
+    return ""
+
+
 class FieldError(Exception):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
@@ -52,6 +76,8 @@ def as_id(value: Any, field: str) -> str:
         raise FieldError(field, f"is {len(text)} characters long; ids are at most 200")
     if "\x00" in text:
         raise FieldError(field, "holds a NUL character (\\u0000), which no id may hold")
+    if not encodable(text):
+        raise FieldError(field, _surrogate_problem(text))
     return text
 
 
@@ -72,7 +98,7 @@ def checked_text(text: str, field: str) -> str:
     """Refuse text over the field length limit or holding a NUL character (no database stores one in text)."""
     limit = limits()
     if (
-        len(text) <= limit.field_chars and "\x00" not in text
+        len(text) <= limit.field_chars and "\x00" not in text and encodable(text)
     ):  # the common case, checked first: imports call this per value
         return text
     if len(text) > limit.field_chars:
@@ -82,6 +108,8 @@ def checked_text(text: str, field: str) -> str:
             field,
             f"holds a NUL character (\\u0000) at position {text.index(chr(0)) + 1}; remove it or the text is refused",
         )
+    if not encodable(text):
+        raise FieldError(field, _surrogate_problem(text))
     return text
 
 

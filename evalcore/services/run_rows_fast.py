@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .fields import encodable
 from .limits import limits
 
 #: The fields a plain row may have (any other is kept as metadata: the full path does that).
@@ -102,7 +103,7 @@ def _text(value: Any, field_chars: int) -> str | None:
     """A text field as the full path gives it ("" when absent or blank); None when the full path must look."""
     if value is None:
         return ""
-    if type(value) is not str or len(value) > field_chars or "\x00" in value:
+    if type(value) is not str or len(value) > field_chars or "\x00" in value or not encodable(value):
         return None
     return "" if value.isspace() else value
 
@@ -116,7 +117,7 @@ def _context(raw: Any, field_chars: int) -> tuple[str | None, list[str] | None]:
             joined = "\n\n".join(raw)
         except TypeError:
             return None, None
-        if "\x00" in joined or max(map(len, raw)) > field_chars or any(map(str.isspace, raw)):
+        if "\x00" in joined or max(map(len, raw)) > field_chars or any(map(str.isspace, raw)) or not encodable(joined):
             return None, None
         return joined, raw
     if type(raw) is str and raw.lstrip()[:1] == "[":
@@ -138,7 +139,7 @@ def _claims(raw: Any, field_chars: int, max_claims: int) -> list[dict[str, Any]]
         supported = item.get("supported")
         if type(text) is not str or type(supported) is not bool or not text or text.isspace():
             return None
-        if len(text) > field_chars or "\x00" in text:
+        if len(text) > field_chars or "\x00" in text or not encodable(text):
             return None
         rationale = item.get("rationale")
         if rationale is None:

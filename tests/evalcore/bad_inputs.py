@@ -132,6 +132,30 @@ CASES = [
         line=1,
     ),
     Case(
+        "a lone surrogate in an id",  # \ud800 in JSON: not a character, no database can store it as text
+        "questions",
+        "surrogate.jsonl",
+        lines(question(0), question(1, id="q\ud8002")),
+        "lone surrogate",
+        line=2,
+    ),
+    Case(
+        "a lone surrogate in an answer",
+        "rows",
+        "surrogate.jsonl",
+        rows(ok_row("q1"), ok_row("q2", answer="fine\udfffnot")),
+        "lone surrogate",
+        line=2,
+    ),
+    Case(
+        "a lone surrogate in free-form metadata",
+        "rows",
+        "surrogate-metadata.jsonl",
+        rows(ok_row("q1"), ok_row("q2", note="half \udfff a pair")),
+        "lone surrogate",
+        line=2,
+    ),
+    Case(
         "a NUL character in an answer",
         "rows",
         "nul.jsonl",
