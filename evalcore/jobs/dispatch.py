@@ -106,7 +106,7 @@ def _hand_off(job_id: int, *, queue: str | None = None) -> None:
 
 def _run_in_thread(job_id: int) -> None:
     try:
-        job_run(job_id)
+        job_run(job_id, niceness=settings.JOB_NICENESS)  # a thread of its own: it yields to the server's
     finally:
         close_old_connections()
         connection.close()
@@ -207,7 +207,7 @@ def job_follow(job: Job, *, on_progress: Progress = no_progress, poll_seconds: f
     started from a page.
     """
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        finished = job_run(job.pk, on_progress=on_progress)
+        finished = job_run(job.pk, on_progress=on_progress, niceness=settings.JOB_NICENESS)
         assert finished is not None
         return finished
     job_send(job.pk)

@@ -51,11 +51,13 @@ DATABASE_ERRORS = (OperationalError, InterfaceError)
 MAX_STARTS = 3
 
 
-def job_run(job_id: int, *, on_progress: Progress = no_progress) -> Job | None:
+def job_run(job_id: int, *, on_progress: Progress = no_progress, niceness: int = 0) -> Job | None:
     """Run a job to the end, recording its progress and then its result, problems or error.
 
     ``on_progress`` also receives every progress report (the CLI draws its bar with it). A job
-    that is already finished, or gone, is left alone.
+    that is already finished, or gone, is left alone. ``niceness``: the handler runs at that nice value
+    (:mod:`.priority`); the doors whose thread runs nothing but jobs pass ``JOB_NICENESS`` (a worker's task,
+    the embedded mode's job thread, the CLI), a job run inline in a web request keeps the request's priority.
     """
     job = Job.objects.filter(pk=job_id).first()
     if job is None or job.finished:
@@ -101,16 +103,16 @@ def job_run(job_id: int, *, on_progress: Progress = no_progress) -> Job | None:
         job_reap(job)
         return Job.objects.filter(pk=job_id).first()
     with Alive(job_id):  # kept alive until the job's end is recorded, however long the database is away
-        _finish_despite_outage(job_id, **_outcome(job, spec, progress))
+        _finish_despite_outage(job_id, **_outcome(job, spec, progress, niceness))
     return Job.objects.get(pk=job_id)
 
 
-def _outcome(job: Job, spec: Any, progress: Progress) -> dict[str, Any]:
+def _outcome(job: Job, spec: Any, progress: Progress, niceness: int = 0) -> dict[str, Any]:
     """Run a claimed job's handler; return how it ended (what :func:`_finish` records)."""
     params = None
     try:
         params = spec.params(**job.params)
-        with local_files(params) as local, lower_priority(settings.JOB_NICENESS):
+        with local_files(params) as local, lower_priority(niceness):
             result = spec.handler(local, job, progress)
     except JobCancelled:
         return {"result": {"cancelled": True}, "status": Job.Status.CANCELLED}

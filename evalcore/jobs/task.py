@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 
 from ..models import Job
 from .runner import DATABASE_ERRORS, job_run
@@ -34,7 +35,8 @@ def run_job(self: Any, job_id: int) -> str:
     try:
         if not Job.objects.filter(pk=job_id, status__in=[Job.Status.QUEUED, Job.Status.RUNNING]).exists():
             return "skipped"
-        job = job_run(job_id)
+        # a worker's pool process runs nothing but jobs; run inline (eager, in a request) it keeps the caller's priority
+        job = job_run(job_id, niceness=0 if self.request.is_eager else settings.JOB_NICENESS)
     except DATABASE_ERRORS as error:
         if self.request.is_eager:  # in-process (embedded mode): the caller sees the error
             raise

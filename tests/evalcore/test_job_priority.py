@@ -99,6 +99,41 @@ def test_an_import_job_runs_at_job_niceness_and_the_command_thread_keeps_its_own
     assert before == thread_niceness()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_job_run_inline_in_a_request_keeps_the_requests_priority_and_the_embedded_thread_yields(
+    settings, tmp_path, monkeypatch
+):
+    from evalcore.jobs.kinds import EvalSetImportParams, request_evalset_import
+
+    settings.JOB_NICENESS = thread_niceness() + 7
+    kind = registry.JOB_KINDS[IMPORT_EVALSET]
+    seen: list[int | None] = []
+
+    def handler(params, job, progress):
+        seen.append(thread_niceness())
+        return kind.handler(params, job, progress)
+
+    monkeypatch.setitem(registry.JOB_KINDS, IMPORT_EVALSET, dataclasses.replace(kind, handler=handler))
+    path = str(write_jsonl(tmp_path / "questions.jsonl", QUESTIONS))
+
+    def inline():  # EMBEDDED_TASKS_IN_THREAD off: the request's own thread runs the job and waits for it
+        request_evalset_import(params=EvalSetImportParams(path=path, name="inline"))
+        return thread_niceness()
+
+    caller = _in_a_thread(inline)
+    assert seen == [caller], "run inline, the job keeps the request thread's priority"
+
+    settings.EMBEDDED_TASKS_IN_THREAD = True  # the embedded mode: a thread of its own, which yields
+    job = request_evalset_import(params=EvalSetImportParams(path=path, name="threaded"))
+    for _ in range(600):
+        job.refresh_from_db()
+        if job.finished:
+            break
+        threading.Event().wait(0.1)
+    assert job.status == Job.Status.SUCCEEDED
+    assert seen[1] == settings.JOB_NICENESS
+
+
 def test_job_niceness_is_read_from_the_environment_and_checked_at_start_up(tmp_path):
     from .test_job_operations import _settings
 
