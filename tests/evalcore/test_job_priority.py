@@ -37,6 +37,19 @@ def _in_a_thread(target):
     return box["value"]
 
 
+def _niceness_of_import_jobs(monkeypatch) -> list[int | None]:
+    """Eval set import jobs record the nice value of the thread their handler runs in, then import as ever."""
+    kind = registry.JOB_KINDS[IMPORT_EVALSET]
+    seen: list[int | None] = []
+
+    def handler(params, job, progress):
+        seen.append(thread_niceness())
+        return kind.handler(params, job, progress)
+
+    monkeypatch.setitem(registry.JOB_KINDS, IMPORT_EVALSET, dataclasses.replace(kind, handler=handler))
+    return seen
+
+
 def test_the_block_runs_at_the_niceness_asked_and_other_threads_keep_theirs():
     def probe():
         before = thread_niceness()
@@ -77,14 +90,7 @@ def test_it_never_raises_a_priority_and_zero_turns_it_off():
 @pytest.mark.django_db(transaction=True)
 def test_an_import_job_runs_at_job_niceness_and_the_command_thread_keeps_its_own(settings, tmp_path, monkeypatch):
     settings.JOB_NICENESS = thread_niceness() + 7
-    kind = registry.JOB_KINDS[IMPORT_EVALSET]
-    seen: list[int | None] = []
-
-    def handler(params, job, progress):
-        seen.append(thread_niceness())
-        return kind.handler(params, job, progress)
-
-    monkeypatch.setitem(registry.JOB_KINDS, IMPORT_EVALSET, dataclasses.replace(kind, handler=handler))
+    seen = _niceness_of_import_jobs(monkeypatch)
     path = write_jsonl(tmp_path / "questions.jsonl", QUESTIONS)
 
     def command():
@@ -106,14 +112,7 @@ def test_a_job_run_inline_in_a_request_keeps_the_requests_priority_and_the_embed
     from evalcore.jobs.kinds import EvalSetImportParams, request_evalset_import
 
     settings.JOB_NICENESS = thread_niceness() + 7
-    kind = registry.JOB_KINDS[IMPORT_EVALSET]
-    seen: list[int | None] = []
-
-    def handler(params, job, progress):
-        seen.append(thread_niceness())
-        return kind.handler(params, job, progress)
-
-    monkeypatch.setitem(registry.JOB_KINDS, IMPORT_EVALSET, dataclasses.replace(kind, handler=handler))
+    seen = _niceness_of_import_jobs(monkeypatch)
     path = str(write_jsonl(tmp_path / "questions.jsonl", QUESTIONS))
 
     def inline():  # EMBEDDED_TASKS_IN_THREAD off: the request's own thread runs the job and waits for it
