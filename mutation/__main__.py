@@ -50,9 +50,15 @@ ENGINE = Path("evalcore/engine")
 #: The seeded simulations (test_gate_simulation.py and the like) are left out on purpose: they take
 #: seconds each and would be run in full for every survivor; the deterministic tests must kill.
 MODULES: dict[str, tuple[str, ...]] = {
-    "release_gate.py": ("test_gate.py", "test_gate_edges.py", "test_names.py", "test_spec_examples.py"),
-    "_gate_cells.py": ("test_gate.py", "test_gate_edges.py"),
-    "_gate_frames.py": ("test_gate.py", "test_gate_edges.py"),
+    "release_gate.py": (
+        "test_gate.py",
+        "test_gate_edges.py",
+        "test_gate_family.py",
+        "test_names.py",
+        "test_spec_examples.py",
+    ),
+    "_gate_cells.py": ("test_gate.py", "test_gate_edges.py", "test_gate_family.py"),
+    "_gate_frames.py": ("test_gate.py", "test_gate_edges.py", "test_gate_family.py"),
     "agreement.py": ("test_agreement.py", "test_gate_edges.py", "test_stratified.py", "test_spec_examples.py"),
     "proportions.py": ("test_proportions.py", "test_intervals.py", "test_spec_examples.py"),
     "paired_tests.py": ("test_paired_tests.py",),

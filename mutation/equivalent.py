@@ -277,11 +277,31 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ): "as above: -sqrt(S / n) and -sqrt(S * n) order the two raters' sums S the same way for the same n",
     # ---- release_gate ----
     (
-        "release_gate.py",
-        "gate_frame",
+        "_gate_frames.py",
+        "paired_frames",
         "common = base.index.intersection(cand.index, sort=False)",
         "common = base.index.intersection(cand.index, )",
     ): "sort=False is pandas' default for Index.intersection: the same index, in the same order",
+    (
+        "release_gate.py",
+        "_decide_family",
+        "raw = decide_all(own) if any(a is not b for a, b in zip(evidence, own)) else {}",
+        "raw = decide_all(own) if (any(a is not b for a, b in zip(evidence, own))) or True else {}",
+    ): (
+        "raw is read only for the cells whose evidence was replaced (swapped keeps those with a is not b); "
+        "with none replaced it is never read, and decide_all is pure (Holm, then _decided: no random draw), "
+        "so computing it anyway changes no decision, only the time"
+    ),
+    (
+        "release_gate.py",
+        "_message",
+        "if worse and p_adjusted > p_value and family > 1:",
+        "if worse and p_adjusted > p_value and family >= 1:",
+    ): (
+        "family is len(tested) >= 1 wherever _message is called, and with a family of 1 the adjusted p-value "
+        "is the p-value itself (Holm's min(1, 1 * p) = p for p in [0, 1], which multiplicity checks; 'none' "
+        "copies it): p_adjusted > p_value is false, so family >= 1 and family > 1 take the same branch"
+    ),
     ("release_gate.py", "gate_frame", "threads=threads,", "threads=None,"): (
         "threads only spreads the bootstraps over cores; every interval is the same with any number "
         "(test_bootstrap checks that threads do not change the result)"

@@ -335,3 +335,35 @@ def test_a_judge_constant_on_its_labelled_rows_gets_weight_exactly_0():
     result = prediction_powered_difference(base_judge=fa, candidate_judge=fb, base_labels=ya, candidate_labels=yb,
                                            design="run", guard=False)  # fmt: skip
     assert (result.weights, result.method) == (((0.0, 0.0),), "labels")
+
+
+def _clipped(seed: int) -> dict:
+    """A stratum of ``rows`` questions, ``n`` labelled on each run, ``m`` of them on both: the shared rows agree
+    closely and the others sit at their mean, so the estimated variance of the difference is negative (its
+    overlap covariance outweighs the runs' own variances) and is clipped at 0, tuned or not."""
+    rng = np.random.default_rng(seed)
+    rows, n = int(rng.integers(10, 40)), int(rng.integers(4, 9))
+    m = int(rng.integers(2, n))
+    order = rng.permutation(rows)
+    both, only_a, only_b = order[:m], order[m:n], order[n : 2 * n - m]
+    ya, yb = np.full(rows, np.nan), np.full(rows, np.nan)
+    truth = rng.normal(size=rows)
+    ya[both], yb[both] = truth[both], truth[both] + rng.normal(size=m) * 0.05
+    ya[only_a] = truth[both].mean() + rng.normal(size=n - m) * 0.01
+    yb[only_b] = truth[both].mean() + rng.normal(size=n - m) * 0.01
+    fa, fb = truth + rng.normal(size=rows) * 0.3, truth + rng.normal(size=rows) * 0.3
+    return dict(base_judge=fa, candidate_judge=fb, base_labels=ya, candidate_labels=yb, design="run")
+
+
+def test_a_tuned_variance_no_smaller_than_the_labels_own_even_both_zero_lets_the_labels_stand_alone():
+    runs = _clipped(161)
+    unguarded = prediction_powered_difference(**runs, guard=False)
+    assert (
+        all(unguarded.weights[0])
+        and unguarded.standard_error == 0.0 == unguarded.labels_only.high - unguarded.labels_only.low
+    )
+    result = prediction_powered_difference(**runs)
+    alone = prediction_powered_difference(**runs, tuning="labels")
+    assert (result.method, result.weights, result.standard_error) == ("labels", ((0.0, 0.0),), 0.0)
+    assert result.note == "the judge did not narrow the interval: the labels stand alone"
+    assert tuple(result) == tuple(alone) and result.estimate != unguarded.estimate

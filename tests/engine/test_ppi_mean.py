@@ -386,3 +386,23 @@ def test_when_the_tuned_interval_is_no_narrower_the_labels_stand_alone_with_thei
     # the same interval as the labels alone, Student's quantile included (the strata's labels-only variances)
     assert tuple(result) == tuple(alone) and result.labels_only == alone.labels_only
     assert (result.standard_error, result.effective_labels) == (alone.standard_error, alone.effective_labels)
+
+
+def test_a_weight_that_widens_the_interval_falls_back_to_the_labels_own_degrees_of_freedom():
+    # independent design: the pooled weight (ppi-python's) reads the judge's variance over both sets, and on rows
+    # where it is constant that variance is small, so the weight is too large (1 in stratum b): both strata's
+    # tuned variances exceed the labels' own, and Student's quantile must come from the labels' variances
+    y = np.array([1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1, 0, 0, 1, 1], dtype=float)
+    noise = np.array([3, -2, 1, -4, 2, 0, -1, 4, -3, 1, 2, -2, 3, -1, 0, 4, -4, 1]) / 10
+    f = 3 * y + 4 * noise
+    runs = dict(labels=y, judge_labelled=f, judge_rows=np.array([f[:10].mean()] * 30 + [f[10:].mean()] * 30),
+                labelled_strata=["a"] * 10 + ["b"] * 8, row_strata=["a"] * 30 + ["b"] * 30, design="independent")  # fmt: skip
+    unguarded = prediction_powered_mean(**runs, guard=False)
+    assert all(unguarded.weights) and unguarded.high - unguarded.low > 2 * (
+        unguarded.labels_only.high - unguarded.labels_only.estimate
+    )
+    result = prediction_powered_mean(**runs)
+    alone = prediction_powered_mean(**runs, tuning="labels")
+    assert (result.method, result.weights) == ("labels", (0.0, 0.0))
+    assert result.note == "the judge did not narrow the interval: the labels stand alone"
+    assert tuple(result) == tuple(alone) and result.labels_only == alone.labels_only
