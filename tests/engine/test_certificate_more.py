@@ -156,3 +156,69 @@ def test_heading_to_untrusted_by_kappa_the_given_intervals_count_the_labels_too(
     assert cert.state == INCONCLUSIVE and cert.more_failure_labels == expected
     high = _scaled(kappa, miss, 40)(expected)[3]
     assert high < BARS.min_kappa <= _scaled(kappa, miss, 40)(expected - 1)[3]
+
+
+_SCORES = dict(human_failure=[1, 0], judge_failure=[1, 0], human_scores=[1, 2], judge_scores=[1, 2])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (
+            dict(human_failure="TF", judge_failure=[True, False]),
+            TypeError,
+            "human_failure must be a sequence of booleans (True: the item is in the failure class), not a string",
+        ),
+        (
+            dict(human_failure=[True, False], judge_failure=[[True], [False]]),
+            ValueError,
+            "judge_failure must be a one-dimensional sequence of booleans",
+        ),
+        (
+            dict(human_failure=[True, 2], judge_failure=[True, False]),
+            ValueError,
+            "human_failure must hold booleans (True: the item is in the failure class), got 2",
+        ),
+        (
+            dict(human_failure=[1, 0], judge_failure=[1, 0], judge_scores=[1, 2]),
+            ValueError,
+            "give both human_scores and judge_scores, or neither",
+        ),
+        (_SCORES, ValueError, "weights must be 'linear' or 'quadratic' with scores, got None"),
+        (
+            {**_SCORES, "weights": "linear"},
+            ValueError,
+            "scale (the ordinal labels in order, say [1, 2, 3, 4, 5]) is required with scores",
+        ),
+        (
+            {**_SCORES, "human_scores": [1, 2, 3], "weights": "linear", "scale": [1, 2, 3]},
+            ValueError,
+            "the scores must cover the failure flags' 2 items: got 3 human and 2 judge scores",
+        ),
+        (
+            {**_SCORES, "judge_scores": [1], "weights": "linear", "scale": [1, 2, 3]},
+            ValueError,
+            "the scores must cover the failure flags' 2 items: got 2 human and 1 judge scores",
+        ),
+        (
+            dict(human_failure=[1, 0], judge_failure=[1, 0], scale=[1, 2]),
+            ValueError,
+            "weights and scale apply to scores: give human_scores and judge_scores with them",
+        ),
+        (dict(human_failure=[1, 0], judge_failure=[1, 0], bars=0.15), TypeError, "bars must be a CertificateBars"),
+        (
+            dict(human_failure=[1, 0, 1], judge_failure=[1, 0]),
+            ValueError,
+            "human_failure and judge_failure must cover the same items in the same order: got 3 and 2",
+        ),
+        (
+            dict(human_failure=[], judge_failure=[]),
+            ValueError,
+            "human_failure and judge_failure are empty: there is nothing to certify",
+        ),
+    ],
+)
+def test_certify_judge_names_what_is_wrong_in_full(kwargs, error, message):
+    with pytest.raises(error) as caught:
+        certify_judge(**kwargs)
+    assert str(caught.value) == message
