@@ -222,3 +222,27 @@ def test_certify_judge_names_what_is_wrong_in_full(kwargs, error, message):
     with pytest.raises(error) as caught:
         certify_judge(**kwargs)
     assert str(caught.value) == message
+
+
+def test_scores_get_weighted_kappa_on_the_whole_declared_scale_at_the_bars_confidence():
+    from evalcore.engine.weighted_kappa import weighted_kappa_interval
+
+    # scores use 1, 2 and 4 of a 1-5 scale: linear weights 1 - |i - j| / 4 on the whole scale, not on 3 labels
+    people = [1, 2, 4, 4, 2, 1, 4, 2, 1, 4] * 3
+    judge = [1, 2, 4, 2, 2, 1, 4, 4, 1, 4] * 3
+    flags_people, flags_judge = [s <= 2 for s in people], [s <= 2 for s in judge]
+    cert = certify_judge(
+        human_failure=flags_people,
+        judge_failure=flags_judge,
+        human_scores=people,
+        judge_scores=judge,
+        scale=[1, 2, 3, 4, 5],
+        weights="linear",
+        bars=CertificateBars(confidence=0.9),
+    )
+    whole = weighted_kappa_interval(people, judge, weights="linear", labels=[1, 2, 3, 4, 5], confidence=0.9)
+    used = weighted_kappa_interval(people, judge, weights="linear", labels=None, confidence=0.9)
+    at_95 = weighted_kappa_interval(people, judge, weights="linear", labels=[1, 2, 3, 4, 5])
+    assert (cert.kappa.estimate, cert.kappa.low, cert.kappa.high) == (whole.estimate, whole.low, whole.high)
+    assert cert.kappa.estimate != used.estimate and cert.kappa.low != at_95.low
+    assert cert.kappa.confidence == 0.9
