@@ -246,3 +246,16 @@ def test_scores_get_weighted_kappa_on_the_whole_declared_scale_at_the_bars_confi
     assert (cert.kappa.estimate, cert.kappa.low, cert.kappa.high) == (whole.estimate, whole.low, whole.high)
     assert cert.kappa.estimate != used.estimate and cert.kappa.low != at_95.low
     assert cert.kappa.confidence == 0.9
+
+
+def test_flags_may_come_from_any_iterable_and_a_zero_dimensional_array_is_refused_as_not_one_dimensional():
+    import numpy as np
+
+    from_iterables = certify_judge(
+        human_failure=iter([True, False] * 10), judge_failure=(f for f in [True, False] * 10)
+    )
+    from_lists = certify_judge(human_failure=[True, False] * 10, judge_failure=[True, False] * 10)
+    assert from_iterables == from_lists
+    with pytest.raises(ValueError) as caught:
+        certify_judge(human_failure=np.array(True), judge_failure=[True])
+    assert str(caught.value) == "human_failure must be a one-dimensional sequence of booleans"
