@@ -35,6 +35,14 @@ _TIES = (
     "the larger, resp. smaller, step over the tie; test_tied_p_values_get_one_adjusted_value_in_any_order)"
 )
 
+_LOW = "low = high // 2 + 1  # decided(high // 2) is False (or high is 1: low is 1)"
+_BISECT = (
+    "a lower start of the bisection: decided(extra) is monotone in extra (the miss rate's Wilson interval at a fixed "
+    "rate and both scaled intervals are nested as extra grows, so a decided state stays decided), so bisecting "
+    "from any start at most the answer finds the same smallest decided extra; the start never reaches -1 as a "
+    "probe (low -1 only with high 1, whose one probe is 0) and decided(0) is the current, inconclusive state"
+)
+
 _KEYS = "keys = np.asarray([str(k) for k in strata], dtype=object) if len(strata) else np.array([], dtype=object)"
 _MISSING = "missing = sorted(set(lab_keys.tolist()) - set(row_keys.tolist()), key=str)"
 _MEAN_NAMES = "names = sorted(set(row_keys.tolist()), key=str)"
@@ -217,6 +225,8 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "as above, for the denominators"
     ),
     # ---- certificates ----
+    ("certificates.py", "_more_failure_labels", _LOW, _LOW.replace("// 2 + 1", "// 2 - 1", 1)): _BISECT,
+    ("certificates.py", "_more_failure_labels", _LOW, _LOW.replace("// 2 + 1", "// 3 + 1", 1)): _BISECT,
     ("certificates.py", "certify_intervals", "wilson=False,", "wilson=None,"): (
         "wilson is only tested for truth (if wilson:): None and False take the same branch"
     ),

@@ -246,7 +246,7 @@ def certificate_state(
 
 
 def _more_failure_labels(
-    miss: ProportionEstimate, kappa: KappaEstimate, bars: CertificateBars, *, wilson: bool = True
+    miss: ProportionEstimate, kappa: KappaEstimate, bars: CertificateBars, *, wilson: bool
 ) -> int | None:
     """The fewest extra failure-class items that decide, if the observed rates held (None: none does).
 
@@ -287,7 +287,7 @@ def _more_failure_labels(
     high = 1
     while not decided(high):  # once decided, more labels at the same rates stay decided
         high *= 2
-    low = high // 2 + 1 if high > 1 else 1
+    low = high // 2 + 1  # decided(high // 2) is False (or high is 1: low is 1)
     while low < high:
         middle = (low + high) // 2
         if decided(middle):
