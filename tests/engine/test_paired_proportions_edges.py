@@ -5,11 +5,14 @@ score against a numerical maximum likelihood near a table of no change, the inte
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
+import numpy as np
 import pytest
 from scipy import optimize
 
 from evalcore.engine.paired_proportions import PairedProportionInterval, tango_interval, tango_score
+from evalcore.engine.proportions import z_score
 
 
 def reference_score(b: int, c: int, n: int, delta: float) -> float:
@@ -84,3 +87,40 @@ def test_the_errors_name_the_argument():
         tango_interval(0, -1, 10)
     with pytest.raises(ValueError, match=r"^confidence must be strictly between 0 and 1, got 1.5"):
         tango_interval(0, 0, 10, confidence=1.5)
+
+
+def _level_with_z_at(score: float) -> float | None:
+    """The confidence whose z is exactly ``score`` (searched over neighbouring floats), or None."""
+    if not 0.0 < score < 6.0:
+        return None
+    level = 2.0 * (NormalDist().cdf(score) - 0.5)
+    for step in range(-300, 301):
+        candidate = level + step * math.ulp(level)
+        if 0.0 < candidate < 1.0 and z_score(candidate) == score:
+            return candidate
+    return None
+
+
+@pytest.mark.parametrize("side", ["high", "low"])
+def test_an_end_whose_score_is_exactly_the_critical_value_is_in_the_interval(side):
+    # the interval is the closed set {delta : -z <= T(delta) <= z}: where the score at the end of the search
+    # (delta = 1 - 1e-12, or its mirror) is exactly -z (z), that end is not rejected and the bound is 1 (-1);
+    # at a confidence one float lower, z is a shade smaller and the bound a root just inside
+    edge = 1.0 - 1e-12
+    for n in (10**9, 10**12, 2 * 10**12, 3 * 10**12, 4 * 10**12):
+        for gap in range(2, 7):
+            if side == "high":
+                b, c, score = 0, n - gap, -tango_score(0, n - gap, n, edge)
+            else:
+                b, c, score = n - gap, 0, tango_score(n - gap, 0, n, -edge)
+            level = _level_with_z_at(score)
+            if level is not None:
+                break
+        if level is not None:
+            break
+    assert level is not None, "no table with a score exactly at a z found"
+    at, below = tango_interval(b, c, n, confidence=level), tango_interval(b, c, n, confidence=np.nextafter(level, 0))
+    if side == "high":
+        assert at.high == 1.0 and below.high < 1.0
+    else:
+        assert at.low == -1.0 and below.low > -1.0
