@@ -61,8 +61,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "_gate_frames.py": ("test_gate.py", "test_gate_edges.py", "test_gate_family.py"),
     "agreement.py": ("test_agreement.py", "test_gate_edges.py", "test_stratified.py", "test_spec_examples.py"),
     "proportions.py": ("test_proportions.py", "test_intervals.py", "test_spec_examples.py"),
-    "paired_tests.py": ("test_paired_tests.py",),
-    "paired_proportions.py": ("test_paired_proportions.py",),
+    "paired_tests.py": ("test_paired_tests.py", "test_paired_tests_paths.py"),
+    "paired_proportions.py": ("test_paired_proportions.py", "test_paired_proportions_edges.py"),
     "multiplicity.py": ("test_multiplicity.py", "test_gate_edges.py"),
     # the estimators being written (each mutated once it lands)
     "certificates.py": ("test_certificates.py", "test_certificate_fields.py", "test_certificate_more.py"),

@@ -110,6 +110,20 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("paired_tests.py", "_lattice_cdf", _IRFFT, "pmf = np.fft.irfft(magnitude * phase, )[:size]"): (
         "as above: the length left to its default, which is n"
     ),
+    # ---- paired_tests: what counts as a change ----
+    (
+        "paired_tests.py",
+        "drop_test",
+        "scale = float(np.abs(worse).max()) if worse.size else 0.0",
+        "scale = float(np.abs(worse).max()) if worse.size else 1.0",
+    ): (
+        "the else branch is taken only for no differences at all: worse is empty, so moved is empty whatever "
+        "the scale, and the result is the same no-change DropTest"
+    ),
+    ("paired_tests.py", "drop_test", "rose = moved > 0", "rose = moved >= 0"): (
+        "moved holds only differences with |d| > ROUNDING * scale >= 0, none of them 0 (nor -0.0): > 0 and >= 0 "
+        "pick the same ones"
+    ),
     # ---- paired_tests: the Monte Carlo path ----
     (
         "paired_tests.py",
