@@ -52,7 +52,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtr
 
 from ._interval import Interval
 from ._validation import check_probability
@@ -267,9 +267,7 @@ def flip_beyond_placebo(
     deff = design_effect(flipped.astype(float) - placebo_flipped.astype(float), groups)
     low, high = adjusted_tango(b / deff, c / deff, n / deff, confidence=confidence)
     z = tango_score(b / deff, c / deff, n / deff, 0.0)  # type: ignore[arg-type]
-    return FlipInterval(
-        estimate=(c - b) / n, low=low, high=high, design_effect=deff, p_value=float(norm.sf(z)), **common
-    )
+    return FlipInterval(estimate=(c - b) / n, low=low, high=high, design_effect=deff, p_value=float(ndtr(-z)), **common)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,7 +31,7 @@ import math
 from collections.abc import Hashable, Sequence
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtr
 
 from ._gate_cells import Evidence
 from ._interval import Interval
@@ -71,7 +71,7 @@ def drop_p_value(estimate: float, standard_error: float, *, higher_is_better: bo
         worse = estimate < 0 if higher_is_better else estimate > 0
         return 0.0 if worse else 1.0
     z = estimate / standard_error
-    return float(norm.cdf(z) if higher_is_better else norm.sf(z))
+    return float(ndtr(z) if higher_is_better else ndtr(-z))
 
 
 def gate_evidence(difference: PredictionPowered, *, higher_is_better: bool, changed: int) -> Evidence:

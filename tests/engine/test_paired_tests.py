@@ -81,8 +81,11 @@ def test_the_lattice_equals_enumeration_where_both_apply():
 
 
 def test_rounding_differences_of_equal_scores_are_no_change():
-    # 1/3 + 1/3 - 2/3 is 1e-16, not a change: the lattice of thirds still applies
-    diffs = np.array([(1 / 3 + 1 / 3) - 2 / 3] * 5 + [-1 / 3, -2 / 3, 1 / 3] * 10)
+    # two equal scores reached by different sums differ by rounding (0.1 + 0.2 - 0.3 is 5.6e-17, 0.7 + 0.1 - 0.8 is
+    # -1.1e-16): not a change, and the lattice of thirds still applies to the real changes
+    noise = [(0.1 + 0.2) - 0.3, (0.7 + 0.1) - 0.8]
+    assert all(value != 0 for value in noise)  # the case is real rounding, not an exact zero
+    diffs = np.array(noise * 3 + [-1 / 3, -2 / 3, 1 / 3] * 10)
     result = drop_test(diffs)
     assert result.method == "exact" and result.changed == 30
 
