@@ -35,6 +35,7 @@ _TIES = (
     "the larger, resp. smaller, step over the tie; test_tied_p_values_get_one_adjusted_value_in_any_order)"
 )
 
+_KAPPA_WARNING = "warnings.warn(KAPPA_UNDEFINED_REASON, UndefinedMetricWarning, stacklevel=2)"
 _LOW = "low = high // 2 + 1  # decided(high // 2) is False (or high is 1: low is 1)"
 _BISECT = (
     "a lower start of the bisection: decided(extra) is monotone in extra (the miss rate's Wilson interval at a fixed "
@@ -241,6 +242,15 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     # ---- certificates ----
     ("certificates.py", "_more_failure_labels", _LOW, _LOW.replace("// 2 + 1", "// 2 - 1", 1)): _BISECT,
     ("certificates.py", "_more_failure_labels", _LOW, _LOW.replace("// 2 + 1", "// 3 + 1", 1)): _BISECT,
+    (
+        "certificates.py",
+        "certify_judge",
+        "weights=weights if human_scores is not None else None,",
+        "weights=weights if (human_scores is not None) or True else None,",
+    ): (
+        "without human scores weights is None here: _kappa, called first, refuses weights given without scores "
+        '("weights and scale apply to scores"), so both branches pass None'
+    ),
     ("certificates.py", "certify_intervals", "wilson=False,", "wilson=None,"): (
         "wilson is only tested for truth (if wilson:): None and False take the same branch"
     ),
@@ -272,7 +282,40 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("multiplicity.py", "_family", _ORDER, _ORDER.replace('"stable"', '"STABLE"')): (
         "numpy reads the sort's kind without regard to case: the same stable sort"
     ),
+    ("agreement.py", "cohen_kappa", _KAPPA_WARNING, _KAPPA_WARNING.replace("stacklevel=2", "stacklevel=3")): (
+        "invisible under mutmut, as alt_test's stacklevel below: levels 2 and 3 both name mutmut's trampoline; the "
+        "caller's line is checked outside ./dev mutate (test_an_undefined_kappa_warns_at_the_callers_line)"
+    ),
+    (
+        "agreement.py",
+        "_kappa_from_tables",
+        'expected = np.einsum("...i,...i->...", tables.sum(axis=-1), tables.sum(axis=-2)) / n**2',
+        'expected = np.einsum("...I,...I->...", tables.sum(axis=-1), tables.sum(axis=-2)) / n**2',
+    ): "einsum's subscripts are names: the same letter in upper case is the same summed axis",
+    (
+        "agreement.py",
+        "_kappa_from_tables",
+        'with np.errstate(invalid="ignore", divide="ignore"):',
+        'with np.errstate(invalid="ignore", divide=None):',
+    ): (
+        "no value changes: errstate only says whether numpy warns, and a nonzero divided by zero cannot arise "
+        "(n is 0 only with every cell 0, giving 0/0, an invalid operation; 1 - expected is 0 only when one "
+        "label takes all of both raters' mass, so observed is 1 too: 0/0 again); "
+        "test_empty_and_one_label_tables_give_nan_without_numpy_warnings checks that none is raised"
+    ),
+    (
+        "agreement.py",
+        "_kappa_from_tables",
+        'with np.errstate(invalid="ignore", divide="ignore"):',
+        'with np.errstate(invalid="ignore", ):',
+    ): "as above",
     # ---- alt_test ----
+    ("alt_test.py", "alternative_annotator_test", "UserWarning,", "None,"): (
+        "warnings.warn takes None as its default category, UserWarning: the same warning"
+    ),
+    ("alt_test.py", "alternative_annotator_test", "UserWarning,", ""): (
+        "warnings.warn's category defaults to UserWarning: the same warning"
+    ),
     ("alt_test.py", "alternative_annotator_test", "stacklevel=2,", "stacklevel=3,"): (
         "not equivalent in the app, but invisible under mutmut: its trampoline stands between the caller and "
         "the engine, so levels 2 and 3 both name the trampoline; the unmutated level (the caller's line) is "
