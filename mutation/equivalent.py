@@ -284,7 +284,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ),
     ("agreement.py", "cohen_kappa", _KAPPA_WARNING, _KAPPA_WARNING.replace("stacklevel=2", "stacklevel=3")): (
         "invisible under mutmut, as alt_test's stacklevel below: levels 2 and 3 both name mutmut's trampoline; the "
-        "caller's line is checked outside ./dev mutate (test_an_undefined_kappa_warns_at_the_callers_line)"
+        "caller's line is checked outside ./dev mutate (test_the_undefined_kappa_warning_points_away_from_the_engine)"
     ),
     (
         "agreement.py",
