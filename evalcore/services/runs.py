@@ -9,6 +9,7 @@ under the same name creates nothing and says so; the same name with different co
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from .run_rows import normalize_row, reached
 from .run_rows_fast import plain_limits, plain_row, plain_rows_enabled
 from .run_store import store_rows
 from .scoring import QuestionInfo
+from .side_reads import SideReads, side_reads_possible
 from .tool_formats import tool_records
 from .trec import read_import
 
@@ -96,11 +98,13 @@ def _validated_rows(
     problems: ProblemCollector,
     trec: TrecOptions = DEFAULT_TREC,
     skipped: list[str] | None = None,
+    side: SideReads | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line, row)`` for each valid row, its question as ``row["_question"]``; problems go to ``problems``.
 
-    Records are normalized a batch at a time and their questions looked up in one query per batch; a
-    second row for a question is a problem naming the first one's line.
+    Records are normalized a batch at a time and their questions looked up in one query per batch (with
+    ``side``, a batch ahead on its connection: :mod:`.side_reads`); a second row for a question is a problem
+    naming the first one's line.
     """
     records = read_import(
         path, fmt, display, trec="trec-run", holding="a run's rows", problems=problems, ties=trec.ties
@@ -110,8 +114,8 @@ def _validated_rows(
         records = _known_topics(records, index, skipped if skipped is not None else [])
     check = _row_checker(version, chunk_map, k)
     first_lines = index.first_lines()
-    for normalized in in_batches(_normalized(records, fmt, index), BATCH):
-        infos = index.lookup(row["qid"] for _, row, _ in normalized if row is not None)
+    batches = in_batches(_normalized(records, fmt, index), BATCH)
+    for normalized, infos in index.looked_up(batches, _qids_of, side):
         for line, row, error in normalized:
             if problems.full:
                 problems.truncated = True
@@ -138,6 +142,10 @@ def _validated_rows(
             first_lines.set(info.pk, line)
             row["_question"] = info
             yield line, row
+
+
+def _qids_of(normalized: list[tuple[int, dict[str, Any] | None, FieldError | None]]) -> list[str]:
+    return [row["qid"] for _, row, _ in normalized if row is not None]
 
 
 def _normalized(
@@ -255,12 +263,13 @@ def run_import(
             )
         raise name_taken()
 
-    checked = run_import_check(plan, progress=progress)
-    run, created = create_once(
-        lambda: run_import_write(plan, checked, user=user, progress=progress),
-        existing=lambda: Run.objects.filter(version=version, name=name, source_hash=source_hash).first(),
-        taken=lambda: name_taken() if Run.objects.filter(version=version, name=name).exists() else None,
-    )
+    with SideReads() if side_reads_possible() else nullcontext() as side:
+        checked = run_import_check(plan, progress=progress, side=side)
+        run, created = create_once(
+            lambda: run_import_write(plan, checked, user=user, progress=progress, side=side),
+            existing=lambda: Run.objects.filter(version=version, name=name, source_hash=source_hash).first(),
+            taken=lambda: name_taken() if Run.objects.filter(version=version, name=name).exists() else None,
+        )
     if not created:
         return RunImportResult(run, False, f"Nothing new: run {name!r} was imported concurrently from this file.")
     refresh_statistics(Row)
@@ -295,7 +304,9 @@ class CheckedRows:
     skipped: list[str]
 
 
-def run_import_check(plan: RunImportPlan, *, progress: Progress = no_progress) -> CheckedRows:
+def run_import_check(
+    plan: RunImportPlan, *, progress: Progress = no_progress, side: SideReads | None = None
+) -> CheckedRows:
     """Check the rows file against the plan without writing: without k, a first pass validates every row and finds
     k (the widest context); given k, nothing is read here (the write step checks the rows as it writes them).
     Problems are raised, naming line and field."""
@@ -315,7 +326,7 @@ def run_import_check(plan: RunImportPlan, *, progress: Progress = no_progress) -
     rows_seen = (
         ()
         if single_pass
-        else _validated_rows(path, fmt, display, index, version, chunk_map, k, problems, trec_options, skipped)
+        else _validated_rows(path, fmt, display, index, version, chunk_map, k, problems, trec_options, skipped, side)
     )
     for _, row in rows_seen:
         count += 1
@@ -331,7 +342,12 @@ def run_import_check(plan: RunImportPlan, *, progress: Progress = no_progress) -
 
 
 def run_import_write(
-    plan: RunImportPlan, checked: CheckedRows, *, user: Any = None, progress: Progress = no_progress
+    plan: RunImportPlan,
+    checked: CheckedRows,
+    *,
+    user: Any = None,
+    progress: Progress = no_progress,
+    side: SideReads | None = None,
 ) -> Run:
     """Create the run, its chunk map and its rows, scored in batches (call it in a transaction: a problem, or a
     file that changed since the check, raises ImportFailed and nothing may be kept)."""
@@ -368,6 +384,7 @@ def run_import_write(
             second,
             trec_options,
             skipped if single_pass else None,
+            side,
         )
     )
     store_rows(
@@ -377,6 +394,7 @@ def run_import_write(
         chunk_map=chunk_map,
         batch_size=BATCH,
         cutoffs=plan.options.cutoffs,
+        side=side,
         progress=(lambda written: progress(written, total, "checking, scoring and writing"))
         if single_pass
         else (lambda written: progress(count + written, 2 * count, "scoring and writing")),

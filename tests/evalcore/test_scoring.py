@@ -11,6 +11,7 @@ import pytest
 from evalcore.engine import ChunkMap, map_spans_to_chunks, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank
 from evalcore.models import Row
 from evalcore.services.runs import run_import
+from evalcore.services.scoring import faithfulness_of
 from tests.factories import QUESTIONS, demo_judge, make_demo_eval_set, make_eval_set, make_run, ok_row
 from tests.files import write_jsonl
 
@@ -411,3 +412,22 @@ def test_stored_retrieval_scores_match_the_engines_single_question_functions_on_
         assert row.scores["ndcg@5"] == pytest.approx(ndcg_at_k(ranking, gold, k, gain="exponential"))
         checked += 1
     assert checked > 300 and spans_checked > 100
+
+
+@pytest.mark.parametrize(
+    ("claims", "declined", "expected"),
+    [
+        ([{"supported": True}, {"supported": False}, {"supported": True}], False, 2 / 3),
+        ([{"supported": False}], False, 0.0),
+        ([{"supported": True}], True, None),  # declined: nothing to be faithful to
+        ([], False, None),
+        ([{"supported": True}, {"supported": None}], False, None),  # a claim without a verdict
+        ([{"supported": True}, {"text": "no verdict"}], False, None),
+        ([{"supported": 1}], False, None),  # an integer is not a verdict
+        ([{"supported": False}, {"supported": "yes"}], False, None),
+    ],
+)
+def test_faithfulness_is_the_share_of_supported_claims_when_every_claim_has_a_boolean_verdict(
+    claims, declined, expected
+):
+    assert faithfulness_of(claims, declined) == expected
