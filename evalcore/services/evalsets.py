@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..models import EvalSet, EvalSetVersion, Question
+from ..models import EvalSet, EvalSetVersion, FrozenError, Question
 from .fields import (
     FieldError,
     as_bool,
@@ -30,7 +30,17 @@ from .fields import (
     is_blank,
 )
 from .id_book import IdBook
-from .importing import Progress, Seen, about_file, create_once, in_batches, no_progress, refresh_statistics, validated
+from .importing import (
+    Progress,
+    Seen,
+    about_file,
+    create_once,
+    in_batches,
+    insert_values,
+    no_progress,
+    refresh_statistics,
+    validated,
+)
 from .names import check_name
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import count_records, detect_format
@@ -186,6 +196,23 @@ def question_as_dict(question: Question) -> dict[str, Any]:
         "gold": question.gold,
         "metadata": question.metadata,
     }
+
+
+#: The columns :func:`_write_questions` writes, after the version: the keys of :func:`question_as_dict`.
+STORED_FIELDS = ("qid", "text", "qtype", "tags", "answerable", "reference_answer", "gold", "metadata")
+
+
+def _write_questions(version: EvalSetVersion, questions: list[dict[str, Any]]) -> int:
+    """Write a batch of questions (as :func:`question_as_dict` gives them) into ``version``, which is being built.
+
+    By ``COPY`` on PostgreSQL, one ``executemany`` on SQLite (:func:`.importing.insert_values`): the ORM's
+    ``bulk_create`` built a model and compiled every value of every question, 45 % of a 50,000-question
+    import's time (profiled). A sealed version is refused as ``bulk_create`` refuses it."""
+    if version.sealed:
+        raise FrozenError()
+    return insert_values(
+        Question, ("version", *STORED_FIELDS), [(version.pk, *(q[f] for f in STORED_FIELDS)) for q in questions]
+    )
 
 
 def _validated(
@@ -369,24 +396,16 @@ def _import_with_book(
             created_by=user,
         )
         inherited = (
-            (
-                Question(version=version, **question_as_dict(q))
-                for q in parent.questions.all().iterator(chunk_size=WRITE_BATCH)
-            )
+            (question_as_dict(q) for q in parent.questions.all().iterator(chunk_size=WRITE_BATCH))
             if mode == "extend" and parent is not None
             else iter(())
         )
         for batch in in_batches(inherited, WRITE_BATCH):
-            Question.objects.bulk_create(batch)
+            _write_questions(version, batch)
         second_pass = ProblemCollector(display)
-        fresh = (
-            Question(version=version, **question)
-            for question in _new_questions(path, fmt, display, topics, second_pass, book)
-        )
         written = 0
-        for batch in in_batches(fresh, WRITE_BATCH):
-            Question.objects.bulk_create(batch)
-            written += len(batch)
+        for batch in in_batches(_new_questions(path, fmt, display, topics, second_pass, book), WRITE_BATCH):
+            written += _write_questions(version, batch)
             progress(written, total, "writing")
         second_pass.raise_if_any()  # the file changed between passes
         version.sealed = True

@@ -350,20 +350,20 @@ def test_the_import_evalset_command_shows_the_problems_and_writes_nothing(db, tm
 
 
 def test_a_failure_halfway_through_writing_questions_leaves_nothing_behind(db, tmp_path, monkeypatch):
-    from evalcore.models.evalsets import QuestionQuerySet
+    import evalcore.services.evalsets as evalsets_service
 
     questions = [{"id": f"q{i}", "question": f"Question {i}?", "gold": [{"doc": f"d{i}"}]} for i in range(4500)]
     path = write_jsonl(tmp_path / "big.jsonl", questions)
-    original = QuestionQuerySet.bulk_create
+    original = evalsets_service.insert_values
     calls = []
 
-    def failing(self, objs, *args, **kwargs):
+    def failing(model, fields, values):
         calls.append(1)
         if len(calls) == 2:
             raise RuntimeError("disk full")
-        return original(self, objs, *args, **kwargs)
+        return original(model, fields, values)
 
-    monkeypatch.setattr(QuestionQuerySet, "bulk_create", failing)
+    monkeypatch.setattr(evalsets_service, "insert_values", failing)
     before = db_counts()
     with pytest.raises(RuntimeError, match="disk full"):
         evalset_import(path=path, name="big")
