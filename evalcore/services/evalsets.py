@@ -32,7 +32,7 @@ from .fields import (
 from .id_book import IdBook
 from .importing import Progress, Seen, about_file, create_once, in_batches, no_progress, refresh_statistics, validated
 from .names import check_name
-from .problems import ImportFailed, ImportProblem, ProblemCollector
+from .problems import CHANGED, ImportFailed, ImportProblem, ProblemCollector
 from .readers import count_records, detect_format
 from .run_rows import ragas_run_columns
 from .tool_formats import TOOLS, text_id, tool_question, tool_records
@@ -222,9 +222,6 @@ def _new_questions(
         wanted = next(kept, None)
     if wanted is not None and not problems:
         problems.add(None, None, CHANGED)
-
-
-CHANGED = "the file changed while it was being imported; import it again once it is complete"
 
 
 def evalset_import(
