@@ -42,7 +42,7 @@ from .importing import (
     validated,
 )
 from .names import check_name
-from .problems import ImportFailed, ImportProblem, ProblemCollector
+from .problems import CHANGED, ImportFailed, ImportProblem, ProblemCollector
 from .readers import count_records, detect_format
 from .run_rows import ragas_run_columns
 from .tool_formats import TOOLS, text_id, tool_question, tool_records
@@ -249,9 +249,6 @@ def _new_questions(
         wanted = next(kept, None)
     if wanted is not None and not problems:
         problems.add(None, None, CHANGED)
-
-
-CHANGED = "the file changed while it was being imported; import it again once it is complete"
 
 
 def evalset_import(

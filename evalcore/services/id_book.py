@@ -26,18 +26,25 @@ from types import TracebackType
 CACHE_KIB = 16 * 1024
 
 
+def scratch_database() -> sqlite3.Connection:
+    """A private temporary SQLite database (deleted when closed) whose page cache is capped at :data:`CACHE_KIB`,
+    in one transaction never committed: scratch space for a reader that must not hold a file in memory."""
+    db = sqlite3.connect("", isolation_level=None)  # "": a private temporary file, deleted on close
+    for pragma in (f"cache_size = -{CACHE_KIB}", "temp_store = FILE", "journal_mode = OFF", "synchronous = OFF"):
+        db.execute(f"PRAGMA {pragma}")
+    db.execute("BEGIN")  # one transaction, never committed: the database is thrown away
+    return db
+
+
 class IdBook:
     """The ids seen in a file (with their lines and, for new questions, their hashes) and a base version's ids."""
 
     def __init__(self) -> None:
-        self._db = sqlite3.connect("", isolation_level=None)  # "": a private temporary file, deleted on close
-        for pragma in (f"cache_size = -{CACHE_KIB}", "temp_store = FILE", "journal_mode = OFF", "synchronous = OFF"):
-            self._db.execute(f"PRAGMA {pragma}")
+        self._db = scratch_database()
         # ids: one row per record taken from the file, rowid = its place among them (1, 2, ...)
         self._db.execute("CREATE TABLE ids (folded TEXT NOT NULL UNIQUE, qid TEXT NOT NULL, line INTEGER, hash TEXT)")
         self._db.execute("CREATE TABLE base (qid TEXT PRIMARY KEY, folded TEXT NOT NULL, hash TEXT NOT NULL)")
         self._db.execute("CREATE INDEX base_folded ON base (folded)")
-        self._db.execute("BEGIN")  # one transaction, never committed: the book is thrown away
         self.records = 0  # the records taken from the file
         self.new_count = 0  # of which new questions of the version
         self.base_count = 0

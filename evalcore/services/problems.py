@@ -50,6 +50,10 @@ class ImportFailed(UserFacingError):
         super().__init__(f"Nothing was imported: {len(problems)} problem(s){more}\n{lines}")
 
 
+#: A file that a reader reads twice (checked, then imported) was changed in between.
+CHANGED = "the file changed while it was being imported; import it again once it is complete"
+
+
 class ProblemCollector:
     """Collect problems up to a limit; the import stops (and rolls back) once any were found."""
 
@@ -71,6 +75,15 @@ class ProblemCollector:
 
     def __bool__(self) -> bool:
         return bool(self.problems)
+
+    def mark(self) -> tuple[int, bool]:
+        """Where the collector stands, for :meth:`rewind`."""
+        return len(self.problems), self.truncated
+
+    def rewind(self, mark: tuple[int, bool]) -> None:
+        """Take back the problems added since ``mark``: a reader that starts a file over reports them again."""
+        del self.problems[mark[0] :]
+        self.truncated = mark[1]
 
     def raise_if_any(self) -> None:
         if self.problems:

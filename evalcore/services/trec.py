@@ -1,6 +1,7 @@
 """TREC files: qrels, runs and topics, read as trec_eval reads them.
 
-qrels and runs are grouped by topic, which needs the whole file; they are usually small. A run's
+qrels and runs are grouped by topic in constant memory (:mod:`.topic_groups`: the file is read twice, or
+spilled to a temporary SQLite file when a topic's lines are not contiguous). A run's
 documents are ranked by score, descending; ties are broken as ``ties`` says: by docno descending
 (trec_eval's order, the default), by docno ascending (ir_measures' RR) or in file order. On a run
 with many ties the choice moves RR@10 by up to 0.5 a topic, so it is an explicit option.
@@ -11,79 +12,51 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .fields import FieldError, checked_text, nfc
-from .limits import limits
 from .problems import ImportFailed, ImportProblem, ProblemCollector
 from .readers import Record, container_of, read_records, text_lines
 from .tools.ir_collections import queries_as_topics, read_msmarco_run
+from .topic_groups import Lines, Parsed, Topic, TopicFile, read_topic_groups
 
 #: How score ties are broken: trec_eval's docno descending (default), ir_measures' docno ascending, or file order.
 TIE_ORDERS = ("docno-desc", "docno-asc", "file")
 
 
-@dataclass
-class _TrecTopic:
-    line: int  # where the topic first appears
-    columns: list[str]  # the columns of that first line
-    docs: dict[str, Any]  # docno -> the line's value (a grade or a score), in file order
-
-
-def _read_trec_topics(
-    path: Path,
-    name: str,
-    problems: ProblemCollector,
-    *,
-    kind: str,
-    layout: str,
-    value: str,
-    parse: Callable[[str], Any],
-    must_be: str,
-    repeated: str,
-) -> dict[str, _TrecTopic]:
-    """Read a whitespace-separated TREC file whose lines hold the columns of ``layout``, grouped by topic (the first column).
+def _trec_file(
+    *, kind: str, layout: str, value: str, parse: Callable[[str], Any], must_be: str, repeated: str
+) -> TopicFile:
+    """How a whitespace-separated TREC file whose lines hold the columns of ``layout`` is read, by topic (the first column).
 
     ``value`` names the column read with ``parse`` (a ValueError says it ``must be`` so); the
     document is the third column, and a document ``repeated`` twice for a topic is refused. Every
-    malformed line is added to ``problems`` with its number.
+    malformed line is a problem with its number. A run's tag is its first line's run id.
     """
     columns = layout.split()
     at = columns.index(value)
-    topics: dict[str, _TrecTopic] = {}
-    for line_no, raw in text_lines(path, name, problems):
-        if problems.full:
-            problems.truncated = True
-            break
-        parts = raw.split()
-        if not parts:
-            continue
+    tag_at = columns.index("runid") if "runid" in columns else None
+
+    def parse_line(line_no: int, parts: list[str], problems: ProblemCollector) -> Parsed | None:
         if len(parts) != len(columns):
             problems.add(line_no, None, f"a {kind} line has {len(columns)} columns ({layout}), got {len(parts)}")
-            continue
+            return None
         qid, doc, text = nfc(parts[0]), nfc(parts[2]), parts[at]  # ids compared in NFC
         try:
             parsed = parse(text)
         except ValueError:
             problems.add(line_no, value, f"{value} must be {must_be}, got {text[:40]!r}")
-            continue
+            return None
         try:
             checked_text(qid, "qid")
             checked_text(doc, "docno")
         except FieldError as error:
             problems.add(line_no, error.field, error.message)
-            continue
-        topic = topics.setdefault(qid, _TrecTopic(line_no, parts, {}))
-        if doc in topic.docs:
-            problems.add(line_no, "docno", f"document {doc!r} is {repeated} twice for topic {qid}")
-            continue
-        topic.docs[doc] = parsed
-        if len(topics) > limits().rows:
-            problems.add(line_no, None, limits().message(f"the file holds more than {limits().rows:,} topics", "rows"))
-            break
-    return topics
+            return None
+        return qid, doc, parsed, "" if tag_at is None else parts[tag_at]
+
+    return TopicFile(parse_line, lambda qid, doc: ("docno", f"document {doc!r} is {repeated} twice for topic {qid}"))
 
 
 def _finite(text: str) -> float:
@@ -102,21 +75,32 @@ def _grade(text: str) -> int:
     return grade
 
 
+_QRELS = _trec_file(
+    kind="qrels",
+    layout="qid iteration docno grade",
+    value="grade",
+    parse=_grade,
+    must_be="an integer of 0 (judged not relevant) or more",
+    repeated="judged",
+)
+_RUN = _trec_file(
+    kind="run",
+    layout="qid Q0 docno rank score runid",
+    value="score",
+    parse=_finite,
+    must_be="a number (finite)",
+    repeated="retrieved",
+)
+
+
+def _lines(path: Path, name: str) -> Lines:
+    return lambda problems: text_lines(path, name, problems)
+
+
 def read_trec_qrels(path: Path, name: str, problems: ProblemCollector) -> Iterator[Record]:
     """Yield one record per topic: ``{"id", "gold": [{"doc", "grade"}]}`` (format: ``qid 0 docno grade``)."""
-    topics = _read_trec_topics(
-        path,
-        name,
-        problems,
-        kind="qrels",
-        layout="qid iteration docno grade",
-        value="grade",
-        parse=_grade,
-        must_be="an integer of 0 (judged not relevant) or more",
-        repeated="judged",
-    )
-    for qid, topic in topics.items():
-        yield Record(topic.line, {"id": qid, "gold": [{"doc": d, "grade": g} for d, g in topic.docs.items()]})
+    for topic in read_topic_groups(_lines(path, name), problems, _QRELS):
+        yield Record(topic.line, {"id": topic.qid, "gold": [{"doc": d, "grade": g} for d, g in topic.docs.items()]})
 
 
 def read_trec_run(path: Path, name: str, problems: ProblemCollector, *, ties: str = "docno-desc") -> Iterator[Record]:
@@ -131,18 +115,12 @@ def read_trec_run(path: Path, name: str, problems: ProblemCollector, *, ties: st
         raise ImportFailed(
             [ImportProblem(name, None, None, f"ties must be one of {', '.join(TIE_ORDERS)}, got {ties!r}")]
         )
-    topics = _read_trec_topics(
-        path,
-        name,
-        problems,
-        kind="run",
-        layout="qid Q0 docno rank score runid",
-        value="score",
-        parse=_finite,
-        must_be="a number (finite)",
-        repeated="retrieved",
-    )
-    for qid, topic in topics.items():
+    yield from _ranked(read_topic_groups(_lines(path, name), problems, _RUN), ties)
+
+
+def _ranked(topics: Iterator[Topic], ties: str) -> Iterator[Record]:
+    """A run's records, each topic's documents ranked by score, ties broken as ``ties`` says."""
+    for topic in topics:
         items = list(topic.docs.items())
         if ties == "docno-desc":
             ranked = sorted(items, key=lambda item: (item[1], item[0]), reverse=True)
@@ -150,7 +128,7 @@ def read_trec_run(path: Path, name: str, problems: ProblemCollector, *, ties: st
             ranked = sorted(items, key=lambda item: (-item[1], item[0]))
         else:
             ranked = sorted(items, key=lambda item: -item[1])  # stable: ties stay in file order
-        yield Record(topic.line, {"id": qid, "retrieved": [d for d, _ in ranked], "trec_run_id": topic.columns[5]})
+        yield Record(topic.line, {"id": topic.qid, "retrieved": [d for d, _ in ranked], "trec_run_id": topic.tag})
 
 
 #: The TREC formats: their reader, what the file is called, what it holds and the command that imports it.
@@ -158,11 +136,11 @@ _TREC: dict[str, tuple[Callable[[Path, str, ProblemCollector], Iterator[Record]]
     "trec-qrels": (read_trec_qrels, "qrels", "gold judgments", "import_evalset"),
     "trec-run": (read_trec_run, "TREC run", "a run's rows", "import_run"),
     "msmarco-run": (
-        lambda path, name, problems: read_msmarco_run(text_lines(path, name, problems), problems),
+        lambda path, name, problems: read_msmarco_run(_lines(path, name), problems),
         "MS MARCO run",
         "a run's rows",
         "import_run",
-    ),  # fmt: skip
+    ),
 }
 
 

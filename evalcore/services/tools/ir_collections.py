@@ -15,6 +15,7 @@ from typing import Any
 from ..fields import FieldError, as_id, as_number, as_text, checked_text, json_safe
 from ..problems import ProblemCollector
 from ..records import Record
+from ..topic_groups import Lines, Parsed, TopicFile, read_topic_groups
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 
@@ -95,33 +96,29 @@ def _integer(text: str) -> bool:
     return True
 
 
-def read_msmarco_run(lines: Iterable[tuple[int, str]], problems: ProblemCollector) -> Iterator[Record]:
-    """An MS MARCO run (``qid<TAB>pid<TAB>rank``): one row a query, its passages by rank."""
-    topics: dict[str, tuple[int, dict[str, int]]] = {}
-    for line_no, raw in lines:
-        if problems.full:
-            problems.truncated = True
-            break
-        parts = raw.split()
-        if not parts:
-            continue
-        if len(parts) != 3:
-            problems.add(line_no, None, f"an MS MARCO run line has 3 columns (qid pid rank), got {len(parts)}")
-            continue
-        qid, pid, rank = parts
-        if not _integer(rank) or int(rank) < 1:
-            problems.add(line_no, "rank", f"rank must be a positive integer, got {rank[:40]!r}")
-            continue
-        try:
-            checked_text(qid, "qid"), checked_text(pid, "pid")
-        except FieldError as error:
-            problems.add(line_no, error.field, error.message)
-            continue
-        _, docs = topics.setdefault(qid, (line_no, {}))
-        if pid in docs:
-            problems.add(line_no, "pid", f"passage {pid!r} is ranked twice for query {qid}")
-            continue
-        docs[pid] = int(rank)
-    for qid, (line, docs) in topics.items():
-        ranked = sorted(docs, key=lambda pid: (docs[pid], pid))
-        yield Record(line, {"id": qid, "retrieved": ranked})
+def _msmarco_line(line_no: int, parts: list[str], problems: ProblemCollector) -> Parsed | None:
+    if len(parts) != 3:
+        problems.add(line_no, None, f"an MS MARCO run line has 3 columns (qid pid rank), got {len(parts)}")
+        return None
+    qid, pid, rank = parts
+    if not _integer(rank) or int(rank) < 1:
+        problems.add(line_no, "rank", f"rank must be a positive integer, got {rank[:40]!r}")
+        return None
+    try:
+        checked_text(qid, "qid"), checked_text(pid, "pid")
+    except FieldError as error:
+        problems.add(line_no, error.field, error.message)
+        return None
+    return qid, pid, int(rank), ""
+
+
+_MSMARCO_RUN = TopicFile(
+    _msmarco_line, lambda qid, pid: ("pid", f"passage {pid!r} is ranked twice for query {qid}"), limited=False
+)
+
+
+def read_msmarco_run(lines: Lines, problems: ProblemCollector) -> Iterator[Record]:
+    """An MS MARCO run (``qid<TAB>pid<TAB>rank``): one row a query, its passages by rank (in constant memory)."""
+    for topic in read_topic_groups(lines, problems, _MSMARCO_RUN):
+        docs = topic.docs
+        yield Record(topic.line, {"id": topic.qid, "retrieved": sorted(docs, key=lambda pid: (docs[pid], pid))})
