@@ -40,11 +40,12 @@ def unpack(blocks: list[bytes]) -> np.ndarray:
 
 
 def keep_changed_order(
-    comparison: Comparison, metric: str, direction: str, order: dict[str, np.ndarray], *, block: int = BLOCK
+    comparison: Comparison, metric: str, direction: str, order: dict[str, np.ndarray], *, block: int | None = None
 ) -> ChangedRowsOrder:
     """Store the order of one changed-rows list (header and blocks, in one transaction) and return its header;
     the header another request stored first when it won the race (the order is the same: the runs are frozen)."""
     entries = pack(order)
+    block = block or BLOCK
     try:
         with transaction.atomic():
             header = ChangedRowsOrder.objects.create(
