@@ -1,7 +1,7 @@
 """The questions that changed between two runs, at any size: the comparison keeps the largest
 changes per metric when it is made, its page and the first page of the list read them in one
 query, and every changed row can be read page by page, sorted in the database, the same order
-either way (later pages ordered from the score tables, flat in depth)."""
+either way (later pages read from the order kept in blocks, see test_changed_order)."""
 
 from __future__ import annotations
 
