@@ -48,9 +48,11 @@ PAGE_TARGET = 0.5  # seconds
 GATE_TARGET = 5.0
 IMPORT_TARGET = 2000.0  # rows a second
 PG_IMPORT_TARGET = 10_000.0  # rows a second on PostgreSQL (COPY), issue 23
-#: Pages far into a list, printed beside the targets (which are about first pages): the database sorts every
-#: change (or skips every row) before them.
-DEEP_PAGES = ("changed rows, page 100", "rows page, page 1000")
+#: Pages printed beside the targets (which are about first pages), not held to them: the rows page's page 1000
+#: skips every row before it; the changed rows' page 2 is the first page past what the comparison kept, so its
+#: first request computes the order from both score tables and keeps it in blocks, once (issue 23). Deeper
+#: changed-rows pages then read the kept header and one block: they are held to the target, at any depth.
+DEEP_PAGES = ("changed rows, page 2 (keeps the order)", "rows page, page 1000")
 
 
 class PeakRss:
@@ -154,10 +156,13 @@ def _inner(db: str, folder: Path, rows: int) -> dict[str, Any]:
     comparison = Comparison.objects.latest("id")
     base = Run.objects.get(name="base")
     metric = comparison.metrics[0]
+    last_page = max(1, -(-int(((comparison.changed or {}).get(metric) or {}).get("count", 0)) // 50))
     pages = {
         "comparison page": f"/comparisons/{comparison.pk}/",
         "changed rows, page 1": f"/comparisons/{comparison.pk}/changed/?metric={metric}",
+        "changed rows, page 2 (keeps the order)": f"/comparisons/{comparison.pk}/changed/?metric={metric}&page=2",
         "changed rows, page 100": f"/comparisons/{comparison.pk}/changed/?metric={metric}&page=100",
+        "changed rows, last page": f"/comparisons/{comparison.pk}/changed/?metric={metric}&page={last_page}",
         "rows page": f"/runs/{base.pk}/rows/",
         "rows page, one slice": f"/runs/{base.pk}/rows/?type=type-03",
         "rows page, page 1000": f"/runs/{base.pk}/rows/?page=1000",
@@ -245,7 +250,7 @@ def _report(results: list[dict[str, Any]]) -> bool:
         )
         for label, page in r["pages"].items():
             worst = max(page["cold"], page["best"])
-            if label in DEEP_PAGES:  # not a target: a deep page sorts (or skips) every row before it
+            if label in DEEP_PAGES:  # not a target: see DEEP_PAGES
                 print(f"info  {db}: {label}: {worst * 1000:.0f} ms")
                 continue
             check(worst < PAGE_TARGET, f"{db}: {label}: {worst * 1000:.0f} ms (target < {PAGE_TARGET * 1000:.0f} ms)")

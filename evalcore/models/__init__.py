@@ -1,5 +1,6 @@
 """evalcore's models, one module per concept."""
 
+from .changes import ChangedRowsBlock, ChangedRowsOrder
 from .evalsets import EvalSet, EvalSetVersion, FrozenError, Question
 from .gates import Comparison, GateDecisionRecord
 from .jobs import Job
@@ -7,6 +8,8 @@ from .judges import JudgeCall, JudgeConfig
 from .runs import Row, Run, RunChunk, RunScoreTable
 
 __all__ = [
+    "ChangedRowsBlock",
+    "ChangedRowsOrder",
     "Comparison",
     "EvalSet",
     "EvalSetVersion",

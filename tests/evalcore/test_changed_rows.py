@@ -1,7 +1,7 @@
 """The questions that changed between two runs, at any size: the comparison keeps the largest
 changes per metric when it is made, its page and the first page of the list read them in one
 query, and every changed row can be read page by page, sorted in the database, the same order
-either way (later pages ordered from the score tables, flat in depth)."""
+either way (later pages read from the order kept in blocks, see test_changed_order)."""
 
 from __future__ import annotations
 
@@ -153,10 +153,16 @@ def test_the_score_tables_list_every_change_in_the_database_order_whatever_the_p
 def test_a_page_is_read_only_when_it_is_used(comparison, django_assert_num_queries):
     changes = changed_rows_list(comparison, "faithfulness")
     page = changes[10:20]
-    with django_assert_num_queries(2):  # the two score tables (one query), then the page's rows
+    # no kept order yet: the two score tables (one query), the order kept (a savepoint, the header, the block,
+    # the release), then the page's rows
+    with django_assert_num_queries(7):
         assert len(page) == 10
     with django_assert_num_queries(1):  # the order is read once
         assert len(changes[20:30]) == 10
+    built = [r.question.qid for r in changes[20:30]]
+    kept = changed_rows_list(comparison, "faithfulness")
+    with django_assert_num_queries(3):  # then read from what was kept: the header, the block, the page's rows
+        assert [r.question.qid for r in kept[20:30]] == built
 
 
 def test_runs_without_score_tables_are_listed_by_the_database(tmp_path, owner, monkeypatch):

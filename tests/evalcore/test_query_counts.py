@@ -48,7 +48,10 @@ RUN_PAGE = 4
 ROWS_PAGE = 4
 FILTERED_ROWS_PAGE = 4  # no count: one row past the page says whether another follows
 CHANGED_ROWS_PAGE = 4  # the first page: the changes kept with the comparison (both rows in one query)
-CHANGED_ROWS_LATER_PAGE = 5  # sorted in the database, then the candidate's rows
+# the first later page builds the kept order: no header yet, both score tables, then header and blocks in one
+# transaction (a savepoint here), then the page's rows
+CHANGED_ROWS_BUILD = 10
+CHANGED_ROWS_LATER_PAGE = 6  # the kept order's header, the page's block, then both runs' rows of the page
 CHANGED_ROWS_API = 4
 
 
@@ -91,6 +94,8 @@ def test_the_changed_rows_list_takes_the_same_queries_whatever_the_number_of_row
     url = reverse("evalcore:changed-rows", args=[comparison.pk])
     with django_assert_num_queries(CHANGED_ROWS_PAGE):
         assert owner_client.get(url, {"metric": "faithfulness"}).status_code == 200
+    with django_assert_num_queries(CHANGED_ROWS_BUILD):
+        assert owner_client.get(url, {"metric": "faithfulness", "page": "2"}).status_code == 200
     with django_assert_num_queries(CHANGED_ROWS_LATER_PAGE):
         assert owner_client.get(url, {"metric": "faithfulness", "page": "2"}).status_code == 200
     with django_assert_num_queries(CHANGED_ROWS_API):
