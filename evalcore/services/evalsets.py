@@ -29,6 +29,7 @@ from .fields import (
     extra_fields,
     is_blank,
 )
+from .gc_pause import collector_paused
 from .id_book import IdBook
 from .importing import (
     Progress,
@@ -289,7 +290,7 @@ def evalset_import(
         )
 
     total = count_records(path, fmt) if fmt != "trec-qrels" else None
-    with IdBook() as book:
+    with collector_paused(), IdBook() as book:
         return _import_with_book(
             book,
             path=path,

@@ -18,6 +18,7 @@ from evalcore.engine import ChunkMap
 
 from ..models import EvalSetVersion, Row, Run, RunChunk
 from .fields import FieldError, nfc
+from .gc_pause import collector_paused
 from .importing import (
     Progress,
     create_once,
@@ -263,7 +264,7 @@ def run_import(
             )
         raise name_taken()
 
-    with SideReads() if side_reads_possible() else nullcontext() as side:
+    with collector_paused(), SideReads() if side_reads_possible() else nullcontext() as side:
         checked = run_import_check(plan, progress=progress, side=side)
         run, created = create_once(
             lambda: run_import_write(plan, checked, user=user, progress=progress, side=side),
