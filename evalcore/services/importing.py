@@ -20,7 +20,6 @@ from django.db import IntegrityError, connection, models, transaction
 from .fields import FieldError
 from .problems import ImportFailed, ImportProblem, ProblemCollector, UserFacingError
 from .readers import Record
-from .side_reads import SideReads
 
 T = TypeVar("T")
 
@@ -183,31 +182,19 @@ def insert_values(model: type[models.Model], fields: Sequence[str], rows: Iterab
     return len(params)
 
 
-def allocate_ids(model: type[models.Model], count: int, *, on: SideReads | None = None) -> list[int] | None:
+def allocate_ids(model: type[models.Model], count: int) -> list[int] | None:
     """On PostgreSQL, ``count`` new primary keys of ``model`` from its sequence (one query), so that rows written
     with ``COPY`` are known by their ids without reading them back; None elsewhere (SQLite reads them back by
-    their range: its ids only grow while the import's transaction holds the write lock).
-
-    ``on``: taken on that second connection (a sequence is outside transactions), not after the ``COPY`` in
-    flight on this one."""
+    their range: its ids only grow while the import's transaction holds the write lock)."""
     if connection.vendor != "postgresql" or count == 0:
         return None
-    sql = "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)"
-    params = [model._meta.db_table, model._meta.pk.column, count]
-
-    def take(cursor: Any) -> list[int]:
-        cursor.execute(sql, params)
-        return [pk for (pk,) in cursor.fetchall()]
-
-    if on is not None:
-        return on.run(lambda raw: _with_cursor(raw, take))
+    table = model._meta.db_table
     with connection.cursor() as cursor:
-        return take(cursor)
-
-
-def _with_cursor(raw: Any, read: Callable[[Any], T]) -> T:
-    with raw.cursor() as cursor:
-        return read(cursor)
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [table, model._meta.pk.column, count],
+        )
+        return [pk for (pk,) in cursor.fetchall()]
 
 
 def json_text(value: Any, encoder: type[json.JSONEncoder] | None = None) -> str:

@@ -8,8 +8,7 @@ problem) takes eight bytes a question.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 import orjson
@@ -18,10 +17,7 @@ from django.db.models import Count, Max, Min
 
 from ..models import EvalSetVersion, Question
 from .scoring import QuestionInfo
-from .side_reads import SideReads
 from .summaries import slice_name
-
-T = TypeVar("T")
 
 #: Question ids looked up in one query (SQLite takes 999 parameters in a statement).
 LOOKUP_BATCH = 900
@@ -47,24 +43,24 @@ class QuestionIndex:
         span = questions.order_by().aggregate(low=Min("pk"), high=Max("pk"))
         return cls(version, per_slice, (span["low"] or 0, span["high"] or 0), sum(per_slice.values()))
 
-    def lookup(self, qids: Iterable[str], *, on: Any = None) -> dict[str, QuestionInfo]:
+    def lookup(self, qids: Iterable[str]) -> dict[str, QuestionInfo]:
         """The questions of these ids (unknown ones are absent): one query on PostgreSQL (``qid = ANY(...)``, a
         single parameter), one per 900 ids on SQLite. Plain SQL: the ORM's compiling of 900 parameters a query
-        and its building of each result cost more than the database's answer (profiled on a 100,000-row run).
-
-        ``on``: a psycopg connection to read on instead of Django's (:class:`.side_reads.SideReads`)."""
+        and its building of each result cost more than the database's answer (profiled on a 100,000-row run)."""
         wanted = list(dict.fromkeys(qids))
         if not wanted:
             return {}
         table = connection.ops.quote_name(Question._meta.db_table)
-        answers = []
-        if on is not None or connection.vendor == "postgresql":
-            sql = f"SELECT id, qid, qtype, answerable, gold::text FROM {table} WHERE version_id = %s AND qid = ANY(%s)"
-            with on.cursor() if on is not None else connection.cursor() as cursor:
-                cursor.execute(sql, [self.version.pk, wanted])
-                answers.append(cursor.fetchall())
-        else:
-            with connection.cursor() as cursor:
+        found: dict[str, QuestionInfo] = {}
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    f"SELECT id, qid, qtype, answerable, gold::text FROM {table} WHERE version_id = %s AND qid = ANY(%s)",
+                    [self.version.pk, wanted],
+                )
+                answers = [cursor.fetchall()]
+            else:
+                answers = []
                 for start in range(0, len(wanted), LOOKUP_BATCH):
                     part = wanted[start : start + LOOKUP_BATCH]
                     marks = ", ".join(["%s"] * len(part))
@@ -74,24 +70,12 @@ class QuestionIndex:
                     )
                     answers.append(cursor.fetchall())
         loads = orjson.loads
-        found: dict[str, QuestionInfo] = {}
         for answer in answers:
             for pk, qid, qtype, answerable, gold in answer:
                 found[qid] = QuestionInfo(
                     pk, qid, qtype, bool(answerable), loads(gold)
                 )  # gold as text: orjson reads it
         return found
-
-    def looked_up(
-        self, batches: Iterable[list[T]], qids: Callable[[list[T]], Iterable[str]], side: SideReads | None
-    ) -> Iterator[tuple[list[T], dict[str, QuestionInfo]]]:
-        """Each batch with the questions of its ``qids``; with ``side``, looked up on its connection a batch
-        ahead (see :mod:`.side_reads`), else here, a batch at a time."""
-        if side is None:
-            for batch in batches:
-                yield batch, self.lookup(qids(batch))
-            return
-        yield from side.ahead(batches, lambda raw, batch: self.lookup(qids(batch), on=raw))
 
     @property
     def by_text(self) -> _TextIndex:

@@ -26,7 +26,6 @@ from .importing import allocate_ids, in_batches, insert_values
 from .run_questions import QuestionIndex
 from .score_tables import ScoreTableWriter, store_score_table
 from .scoring import QuestionInfo, score_rows
-from .side_reads import SideReads
 from .summaries import order_metrics, slice_name, summarize_columns
 
 #: The columns :func:`store_rows` writes, in the order of its value tuples.
@@ -48,8 +47,8 @@ class _RowWriter:
     """Write batches of row values and return the rows' ids: on PostgreSQL ids from the sequence and ``COPY`` from
     a thread (:class:`.bulk_copy.BackgroundCopy`); elsewhere an ``executemany`` and the ids read back."""
 
-    def __init__(self, run: Run, side: SideReads | None) -> None:
-        self.run, self.side = run, side
+    def __init__(self, run: Run) -> None:
+        self.run = run
         self.last_pk = 0
         self.copy: BackgroundCopy | None = None
         self.statement, self.encoders = "", []
@@ -71,7 +70,7 @@ class _RowWriter:
             insert_values(Row, ROW_FIELDS, values)
             row_ids, self.last_pk = _new_row_ids(self.run, after=self.last_pk, expected=questions)
             return row_ids
-        allocated = allocate_ids(Row, len(values), on=self.side)
+        allocated = allocate_ids(Row, len(values))
         assert allocated is not None
         rows = [(pk, *v) for pk, v in zip(allocated, values)]
         try:
@@ -93,16 +92,14 @@ def store_rows(
     progress: Callable[[int], None] = lambda written: None,
     cutoffs: list[int] | None = None,
     batch_size: int = 2000,
-    side: SideReads | None = None,
 ) -> None:
     """Score rows (as :func:`~.run_rows.normalize_row` gives them) in batches, write them, then the run's count,
-    score table and summary (see the module's docstring). ``side``: row ids come from the sequence on its
-    connection, without waiting for the ``COPY`` in flight (:mod:`.side_reads`)."""
+    score table and summary (see the module's docstring)."""
     table = ScoreTableWriter()
     try:
         gold_counts = {"unanswerable": 0, "no_gold": 0, "no_relevant_gold": 0}
         written = 0
-        with _RowWriter(run, side) as writer:
+        with _RowWriter(run) as writer:
             for batch in in_batches(rows, batch_size):
                 infos = _questions_of(batch, index)
                 computed = score_rows(batch, infos, k=run.k, gain=run.gain, chunk_map=chunk_map, cutoffs=cutoffs or ())

@@ -9,7 +9,6 @@ under the same name creates nothing and says so; the same name with different co
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,6 @@ from .run_rows import normalize_row, reached
 from .run_rows_fast import plain_limits, plain_row, plain_rows_enabled
 from .run_store import store_rows
 from .scoring import QuestionInfo
-from .side_reads import SideReads, side_reads_possible
 from .tool_formats import tool_records
 from .trec import read_import
 
@@ -99,13 +97,11 @@ def _validated_rows(
     problems: ProblemCollector,
     trec: TrecOptions = DEFAULT_TREC,
     skipped: list[str] | None = None,
-    side: SideReads | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line, row)`` for each valid row, its question as ``row["_question"]``; problems go to ``problems``.
 
-    Records are normalized a batch at a time and their questions looked up in one query per batch (with
-    ``side``, a batch ahead on its connection: :mod:`.side_reads`); a second row for a question is a problem
-    naming the first one's line.
+    Records are normalized a batch at a time and their questions looked up in one query per batch; a
+    second row for a question is a problem naming the first one's line.
     """
     records = read_import(
         path, fmt, display, trec="trec-run", holding="a run's rows", problems=problems, ties=trec.ties
@@ -116,7 +112,8 @@ def _validated_rows(
     check = _row_checker(version, chunk_map, k)
     first_lines = index.first_lines()
     batches = in_batches(_normalized(records, fmt, index), BATCH)
-    for normalized, infos in index.looked_up(batches, _qids_of, side):
+    for normalized in batches:
+        infos = index.lookup(_qids_of(normalized))
         for line, row, error in normalized:
             if problems.full:
                 problems.truncated = True
@@ -264,10 +261,10 @@ def run_import(
             )
         raise name_taken()
 
-    with collector_paused(), SideReads() if side_reads_possible() else nullcontext() as side:
-        checked = run_import_check(plan, progress=progress, side=side)
+    with collector_paused():
+        checked = run_import_check(plan, progress=progress)
         run, created = create_once(
-            lambda: run_import_write(plan, checked, user=user, progress=progress, side=side),
+            lambda: run_import_write(plan, checked, user=user, progress=progress),
             existing=lambda: Run.objects.filter(version=version, name=name, source_hash=source_hash).first(),
             taken=lambda: name_taken() if Run.objects.filter(version=version, name=name).exists() else None,
         )
@@ -305,9 +302,7 @@ class CheckedRows:
     skipped: list[str]
 
 
-def run_import_check(
-    plan: RunImportPlan, *, progress: Progress = no_progress, side: SideReads | None = None
-) -> CheckedRows:
+def run_import_check(plan: RunImportPlan, *, progress: Progress = no_progress) -> CheckedRows:
     """Check the rows file against the plan without writing: without k, a first pass validates every row and finds
     k (the widest context); given k, nothing is read here (the write step checks the rows as it writes them).
     Problems are raised, naming line and field."""
@@ -327,7 +322,7 @@ def run_import_check(
     rows_seen = (
         ()
         if single_pass
-        else _validated_rows(path, fmt, display, index, version, chunk_map, k, problems, trec_options, skipped, side)
+        else _validated_rows(path, fmt, display, index, version, chunk_map, k, problems, trec_options, skipped)
     )
     for _, row in rows_seen:
         count += 1
@@ -348,7 +343,6 @@ def run_import_write(
     *,
     user: Any = None,
     progress: Progress = no_progress,
-    side: SideReads | None = None,
 ) -> Run:
     """Create the run, its chunk map and its rows, scored in batches (call it in a transaction: a problem, or a
     file that changed since the check, raises ImportFailed and nothing may be kept)."""
@@ -385,7 +379,6 @@ def run_import_write(
             second,
             trec_options,
             skipped if single_pass else None,
-            side,
         )
     )
     store_rows(
@@ -395,7 +388,6 @@ def run_import_write(
         chunk_map=chunk_map,
         batch_size=BATCH,
         cutoffs=plan.options.cutoffs,
-        side=side,
         progress=(lambda written: progress(written, total, "checking, scoring and writing"))
         if single_pass
         else (lambda written: progress(count + written, 2 * count, "scoring and writing")),
