@@ -15,20 +15,17 @@ from django.db import models
 
 from .evalsets import FrozenError
 from .gates import Comparison
+from .runs import FrozenRunQuerySet
 
 #: The directions a changed-rows list has: every change, drops only, rises only.
 DIRECTIONS = ("all", "down", "up")
 ORDER_FROZEN = "a kept changed-rows order never changes and goes only with its comparison"
 
 
-class FrozenOrderQuerySet(models.QuerySet):
+class FrozenOrderQuerySet(FrozenRunQuerySet):
     """Kept orders and their blocks are never updated, nor deleted but by deleting their comparison."""
 
-    def update(self, **kwargs: Any) -> int:
-        raise FrozenError(ORDER_FROZEN)
-
-    def delete(self) -> tuple[int, dict[str, int]]:
-        raise FrozenError(ORDER_FROZEN)
+    frozen_message = ORDER_FROZEN
 
 
 class _Frozen(models.Model):
