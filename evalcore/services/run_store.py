@@ -10,6 +10,7 @@ is stored streamed from its file (see :func:`.score_tables.store_score_table`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -22,7 +23,7 @@ from evalcore.engine import ChunkMap
 
 from ..models import Row, Run
 from .bulk_copy import BackgroundCopy, copy_payload, copy_statement
-from .importing import allocate_ids, in_batches, insert_values
+from .importing import allocate_ids, foreign_keys_checked_as_written, in_batches, insert_values
 from .run_questions import QuestionIndex
 from .score_tables import ScoreTableWriter, store_score_table
 from .scoring import QuestionInfo, score_rows
@@ -43,35 +44,44 @@ ROW_FIELDS = (
 )
 
 
+#: Row ids taken from the sequence at a time on PostgreSQL (the rest of the last block is left unused).
+ID_BLOCK = 20_000
+
+
 class _RowWriter:
     """Write batches of row values and return the rows' ids: on PostgreSQL ids from the sequence and ``COPY`` from
-    a thread (:class:`.bulk_copy.BackgroundCopy`); elsewhere an ``executemany`` and the ids read back."""
+    a thread (:class:`.bulk_copy.BackgroundCopy`); elsewhere an ``executemany`` and the ids read back.
+
+    On PostgreSQL a batch's ``COPY`` is held until the next query, the next batch's question lookup, so that it
+    runs while that batch is scored; ids come from the sequence a block at a time, as a query for each batch's
+    ids would wait for the ``COPY`` in flight."""
 
     def __init__(self, run: Run) -> None:
         self.run = run
         self.last_pk = 0
         self.copy: BackgroundCopy | None = None
         self.statement, self.encoders = "", []
+        self.spare_ids: list[int] = []
+        self.stack = ExitStack()
 
     def __enter__(self) -> _RowWriter:
         if connection.vendor == "postgresql":
             self.statement, self.encoders = copy_statement(Row, ("id", *ROW_FIELDS))
-            self.copy = BackgroundCopy().__enter__()
+            self.stack.enter_context(foreign_keys_checked_as_written(Row))
+            self.copy = self.stack.enter_context(BackgroundCopy())
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        if self.copy is not None:
-            self.copy.__exit__(kind, error, trace)
+        self.stack.__exit__(kind, error, trace)
 
     def write(self, values: list[tuple[Any, ...]], questions: list[int]) -> list[int]:
         if self.copy is None:
             insert_values(Row, ROW_FIELDS, values)
             row_ids, self.last_pk = _new_row_ids(self.run, after=self.last_pk, expected=questions)
             return row_ids
-        allocated = allocate_ids(Row, len(values))
-        assert allocated is not None
+        allocated = self._ids(len(values))
         rows = [(pk, *v) for pk, v in zip(allocated, values)]
         try:
             payload = copy_payload(self.encoders, rows)
@@ -79,8 +89,16 @@ class _RowWriter:
             self.copy.wait()
             insert_values(Row, ("id", *ROW_FIELDS), rows)
             return allocated
-        self.copy.send(self.statement, payload)
+        self.copy.hold(self.statement, payload)
         return allocated
+
+    def _ids(self, count: int) -> list[int]:
+        if len(self.spare_ids) < count:
+            block = allocate_ids(Row, max(ID_BLOCK, count - len(self.spare_ids)))
+            assert block is not None
+            self.spare_ids.extend(block)
+        taken, self.spare_ids = self.spare_ids[:count], self.spare_ids[count:]
+        return taken
 
 
 def store_rows(
