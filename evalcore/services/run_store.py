@@ -44,8 +44,10 @@ ROW_FIELDS = (
 )
 
 
-#: Row ids taken from the sequence at a time on PostgreSQL (the rest of the last block is left unused).
-ID_BLOCK = 20_000
+#: Row ids taken from the sequence at a time on PostgreSQL: the first block, doubled at each refill up to
+#: ``ID_BLOCK_MAX`` (what the last block has left is not used: fewer ids than the import wrote, or the cap).
+ID_BLOCK = 4_000
+ID_BLOCK_MAX = 200_000
 
 
 class _RowWriter:
@@ -62,6 +64,8 @@ class _RowWriter:
         self.copy: BackgroundCopy | None = None
         self.statement, self.encoders = "", []
         self.spare_ids: list[int] = []
+        self.spare_at = 0
+        self.block = ID_BLOCK
         self.stack = ExitStack()
 
     def __enter__(self) -> _RowWriter:
@@ -93,11 +97,14 @@ class _RowWriter:
         return allocated
 
     def _ids(self, count: int) -> list[int]:
-        if len(self.spare_ids) < count:
-            block = allocate_ids(Row, max(ID_BLOCK, count - len(self.spare_ids)))
+        if self.spare_at + count > len(self.spare_ids):
+            rest = self.spare_ids[self.spare_at :]
+            block = allocate_ids(Row, max(self.block, count - len(rest)))
             assert block is not None
-            self.spare_ids.extend(block)
-        taken, self.spare_ids = self.spare_ids[:count], self.spare_ids[count:]
+            self.spare_ids, self.spare_at = rest + block, 0
+            self.block = min(2 * self.block, ID_BLOCK_MAX)
+        taken = self.spare_ids[self.spare_at : self.spare_at + count]
+        self.spare_at += count
         return taken
 
 

@@ -154,3 +154,21 @@ def test_ids_allocated_are_new_distinct_and_the_sequences_own():
     with connection.cursor() as cursor:
         cursor.execute("SELECT last_value FROM evalcore_row_id_seq")
         assert cursor.fetchone()[0] == max(second)
+
+
+def test_row_ids_come_in_blocks_that_double_up_to_the_cap(run, monkeypatch):
+    monkeypatch.setattr(run_store, "ID_BLOCK", 3)
+    monkeypatch.setattr(run_store, "ID_BLOCK_MAX", 8)
+    asked = []
+
+    def allocate(model, count):
+        asked.append(count)
+        return allocate_ids(model, count)
+
+    monkeypatch.setattr(run_store, "allocate_ids", allocate)
+    writer = run_store._RowWriter(run)
+    taken = [writer._ids(2) for _ in range(12)]
+    assert asked == [3, 6, 8, 8]  # 3 + 6 + 8 + 8 = 25 ids for 24: one is left unused
+    flat = [pk for ids in taken for pk in ids]
+    assert len(flat) == len(set(flat)) == 24 and flat == sorted(flat)
+    assert len(writer._ids(9)) == 9 and asked[-1] == 8  # more than a block: the rest and a new block (9 - 1 spare = 8)
