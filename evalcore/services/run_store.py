@@ -47,7 +47,7 @@ ROW_FIELDS = (
 #: Row ids taken from the sequence at a time on PostgreSQL: the first block, doubled at each refill up to
 #: ``ID_BLOCK_MAX`` (what the last block has left is not used: fewer ids than the import wrote, or the cap).
 ID_BLOCK = 4_000
-ID_BLOCK_MAX = 200_000
+ID_BLOCK_MAX = 16_000
 
 
 class _RowWriter:
