@@ -45,7 +45,8 @@ from .scale_labelling import labelling_under_import, report_labelling
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN_URL = os.environ.get("LSL_BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
 PAGE_TARGET = 0.5  # seconds
-GATE_TARGET = 5.0
+GATE_TARGET = 5.0  # seconds, for two runs of GATE_TARGET_ROWS (issue 15)
+GATE_TARGET_ROWS = 100_000
 IMPORT_TARGET = 2000.0  # rows a second
 PG_IMPORT_TARGET = 10_000.0  # rows a second on PostgreSQL (COPY), issue 23
 #: Pages printed beside the targets (which are about first pages), not held to them: the rows page's page 1000
@@ -244,10 +245,11 @@ def _report(results: list[dict[str, Any]]) -> bool:
             f"(target < 1.2x; issue 23)",
         )
         check(peak < 400 * 2**20, f"{db}: import peak {_fmt_mb(peak)} (target < 400 MB; issue 23)")
-        check(
-            r["gate_s"] < GATE_TARGET,
-            f"{db}: gate 10 metrics x 20 slices x {rows:,}: {r['gate_s']:.2f} s (target < 5 s)",
-        )
+        gate = f"{db}: gate 10 metrics x 20 slices x {rows:,}: {r['gate_s']:.2f} s"
+        if rows <= GATE_TARGET_ROWS:
+            check(r["gate_s"] < GATE_TARGET, f"{gate} (target < {GATE_TARGET:.0f} s)")
+        else:  # issue 15 set the target for two runs of 100,000 rows; beyond, the time is printed, not judged
+            print(f"info  {gate} (the < {GATE_TARGET:.0f} s target is for {GATE_TARGET_ROWS:,} rows)")
         for label, page in r["pages"].items():
             worst = max(page["cold"], page["best"])
             if label in DEEP_PAGES:  # not a target: see DEEP_PAGES
