@@ -286,3 +286,38 @@ def test_the_report_says_where_the_next_labels_narrow_the_corrected_rate_most(ov
     assert "plus or minus" in advice
     page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
     assert html.escape(advice) in page
+
+
+@pytest.fixture(scope="module")
+def contrary(django_db_setup, django_db_blocker, tmp_path_factory):
+    """People say the opposite of the judge on every labelled answer: sensitivity + specificity = 0."""
+    with module_data(django_db_blocker):
+        folder = tmp_path_factory.mktemp("contrary")
+        built = make_judged_run(
+            folder=folder,
+            claim_verdicts=[answer_claims(judge_of(i)) for i in range(RUN_SIZE)],
+            evalset="contrary",
+            name="contrary-run",
+        )
+        campaign = make_campaign(run=built.run, name="contrary", size=60, seed=3)
+        qids = Item.objects.filter(campaign=campaign).values_list("row__question__qid", flat=True)
+        import_labels(
+            folder=folder, campaign=campaign, rows=[(q, None, word(not judge_of(int(q[1:]))), "r1", "") for q in qids]
+        )
+        yield campaign.pk
+
+
+def test_where_rogan_gladen_is_not_defined_the_reports_say_so_instead_of_printing_dashes(contrary, db, owner_client):
+    campaign = Campaign.objects.get(pk=contrary)
+    corrected = judge_report(campaign).as_dict()["corrected"]
+    assert corrected["corrected"] is None and corrected["sensitivity"] == corrected["specificity"] == 0.0
+
+    page = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
+    published = owner_client.post(reverse("labelling:report-publish", args=[campaign.name, "html"]), follow=True)
+    published = b"".join(published.streaming_content) if published.streaming else published.content
+    published = published.decode()
+
+    assert "Rogan–Gladen not defined" in page
+    assert "the pass rate is not defined." in published
+    for text in (page, published):
+        assert "(——)" not in text and "(—–—)" not in text
