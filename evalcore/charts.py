@@ -220,10 +220,13 @@ def confusion_heatmap_svg(
     )
 
 
-def slice_intervals_svg(slices: list[dict], *, width: int = 620, compact: bool = False) -> str:
+def slice_intervals_svg(
+    slices: list[dict], *, width: int = 620, compact: bool = False, failure: str = "unsupported items"
+) -> str:
     """Dot-and-whisker rows per slice: kappa (left panel) and miss rate (right panel), with intervals.
 
-    ``compact`` lays it out for a phone (330 units): the miss-rate panel below the kappa panel.
+    ``compact`` lays it out for a phone (330 units): the miss-rate panel below the kappa panel. ``failure`` names
+    the failure class in the campaign's words ("unsupported claims", "answers scored 1–2").
     """
     row_h, top, label_w = 26, 30, (112 if compact else 150)
     if compact:
@@ -281,7 +284,7 @@ def slice_intervals_svg(slices: list[dict], *, width: int = 620, compact: bool =
                 f'<circle cx="{mx(s["miss_rate"]):.1f}" cy="{my:.1f}" r="4.5" class="si-dot miss"/>'
                 f'<text x="{mx(s["miss_rate"]) + 8:.1f}" y="{my - 6:.1f}" class="si-tick">{s["missed"]}/{s["failures"]}</text>'
             )
-    title = "Per slice: kappa and the miss rate on unsupported items, each with its 95 % interval"
+    title = f"Per slice: kappa and the miss rate on {failure}, each with its 95 % interval"
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" viewBox="0 0 {width} {miss_bottom + 22}" '
         f'width="100%" class="slice-plot"><title>{escape(title)}</title>{"".join(parts)}</svg>'

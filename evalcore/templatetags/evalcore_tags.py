@@ -62,3 +62,35 @@ def status_badge(status: str) -> str:
 @register.filter
 def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _pass_fail(words: Any) -> tuple[str | None, str | None]:
+    """The pass and fail words of a label set (a report's ``label_set`` dict) or of a campaign."""
+    if isinstance(words, dict):
+        return words.get("pass"), words.get("fail")
+    return getattr(words, "pass_word", None), getattr(words, "fail_word", None)
+
+
+@register.filter
+def verdict_word(value: Any, words: Any) -> Any:
+    """A stored verdict or label ("supported", "unsupported", "cant_tell") in the campaign's words (its label set's
+    pass and fail words, or the campaign's); a score or anything else as it is."""
+    passed, failed = _pass_fail(words)
+    word = (
+        {"supported": passed, "unsupported": failed, "cant_tell": "can't tell"}.get(value)
+        if isinstance(value, str)
+        else None
+    )
+    return word.lower() if word else value
+
+
+@register.filter
+def stratum_words(value: Any, words: Any) -> Any:
+    """A stored stratum name ("billing · judge supported") with the judge's verdict in the campaign's words."""
+    if not isinstance(value, str):
+        return value
+    for stored in ("unsupported", "supported"):
+        suffix = f" · judge {stored}"
+        if value.endswith(suffix):
+            return f"{value[: -len(suffix)]} · judge {verdict_word(stored, words)}"
+    return value

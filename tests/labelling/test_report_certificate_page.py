@@ -14,6 +14,7 @@ from django.urls import reverse
 from labelstudio_lite.labelling.services.campaigns import campaign_create, campaign_new_guideline
 from labelstudio_lite.labelling.services.judge_report import judge_report
 from labelstudio_lite.labelling.services.label_sets import label_set
+from labelstudio_lite.labelling.services.published_report import judge_report_publish
 from tests import factories
 
 from .test_certificates import judged_run, label_all
@@ -99,7 +100,7 @@ def test_an_ordinal_report_shows_weighted_kappa_the_human_ceiling_and_the_altern
 
     text = page_text(owner_client, campaign)
     assert report["verdict"]["line"] in text and "unsupported" not in report["verdict"]["line"]
-    heatmap = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
+    page_html = heatmap = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
     heatmap = heatmap[heatmap.index('<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="Confusion') :]
     heatmap = heatmap[: heatmap.index("</svg>")]
     words = (campaign.pass_word.lower(), campaign.fail_word.lower())
@@ -136,3 +137,14 @@ def test_an_ordinal_report_shows_weighted_kappa_the_human_ceiling_and_the_altern
         f"people above 2 {passed['judge_supported']} {passed['judge_unsupported']} "
         f"people 1–2 {failed['judge_supported']} {failed['judge_unsupported']}"
     ) in table
+
+    published = judge_report_publish(campaign=campaign, fmt="html").content  # in the page's words too
+    published_text = " ".join(re.sub(r"<[^>]+>", " ", published).split())
+    passed, failed = words
+    assert f"People \\ judge judge {passed} judge {failed} people {passed}" in published_text
+    assert f"people {passed}" in " ".join(re.sub(r"<[^>]+>", " ", page_html).split())
+    assert all(f'class="hm-label">{word}</text>' in published for word in words)
+    assert "supported" not in published  # nor anywhere else in the page: the campaign's words throughout
+    assert "Weighted kappa (linear)" in published_text  # the certificate, as on the page
+    campaign_page = owner_client.get(reverse("labelling:campaign", args=[campaign.name])).content.decode()
+    assert f" · judge {passed}</td>" in campaign_page and " · judge supported" not in campaign_page  # its strata

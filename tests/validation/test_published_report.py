@@ -6,6 +6,7 @@ Who may not reach it is in test_permissions_and_pictures.py."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from html.parser import HTMLParser
@@ -138,6 +139,22 @@ def test_the_html_page_says_what_the_report_says_and_lists_every_label(campaign)
     shaded = content.count('<tr class="disagree">')
     assert shaded == 30  # 22 false passes and 8 false fails (the spec)
     assert "rater-1" not in content and "HUMANWHY" not in content
+
+
+def test_the_html_page_carries_the_judges_certificate_and_the_people_beside_it_as_the_report_page_does(
+    campaign, owner_client
+):
+    report = judge_report(campaign)
+    content = judge_report_publish(campaign=campaign, fmt="html").content
+    live = owner_client.get(reverse("labelling:report", args=[campaign.name])).content.decode()
+
+    certificate = report.certificate
+    assert certificate is not None and certificate["reasons"]
+    for text in (content, live):
+        assert f'id="certificate-state">{certificate["state"]}</span>' in text
+        assert all(html.escape(reason) in text for reason in certificate["reasons"])
+        assert 'id="agreement"' in text and 'id="chance-baseline"' in text
+    assert ".status-block{" in content and ".panel{" in content  # styled inline: the page fetches nothing
 
 
 def test_publishing_is_recorded_as_an_export_and_the_report_then_warns_of_leakage(campaign):

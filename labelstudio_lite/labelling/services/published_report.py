@@ -118,8 +118,17 @@ def render_report_html(document: dict[str, Any], report: JudgeReport) -> str:
         "doc": document,
         "report": report,
         "labels": document["labels"],
-        "heatmap": confusion_heatmap_svg(document["report"]["overall"]["confusion"]) if report.overall.n else "",
-        "slice_plot": slice_intervals_svg(document["report"]["slices"]) if report.slices else "",
+        "heatmap": (
+            confusion_heatmap_svg(
+                document["report"]["overall"]["confusion"],
+                classes=(report.label_set["pass"].lower(), report.label_set["fail"].lower()),
+            )
+            if report.overall.n
+            else ""
+        ),
+        "slice_plot": slice_intervals_svg(document["report"]["slices"], failure=report.failure)
+        if report.slices
+        else "",
         "charts_css": _read_static(CHARTS_CSS),
         "annotators": len({p["annotator"] for item in document["labels"] for p in item["labels"]}),
         "labelled": sum(1 for item in document["labels"] if item["labels"]),

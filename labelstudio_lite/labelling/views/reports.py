@@ -37,8 +37,10 @@ from .downloads import EXTENSIONS, attachment
 register_job_form(IMPORT_VERDICTS, lambda job: reverse("labelling:report", args=[job.params["campaign"]]) + "#verdicts")
 
 
-def _slice_plot(slices: list[dict]) -> str:
-    return responsive(slice_intervals_svg(slices), slice_intervals_svg(slices, compact=True))
+def _slice_plot(slices: list[dict], failure: str) -> str:
+    return responsive(
+        slice_intervals_svg(slices, failure=failure), slice_intervals_svg(slices, compact=True, failure=failure)
+    )
 
 
 def _report(
@@ -60,7 +62,7 @@ def _report(
             if report.overall.n
             else ""
         ),
-        "slice_plot": _slice_plot([s.as_dict() for s in report.slices]) if report.slices else "",
+        "slice_plot": _slice_plot([s.as_dict() for s in report.slices], report.failure) if report.slices else "",
         "threshold_form": ThresholdForm(
             initial={"fit_kappa": campaign.fit_kappa, "fit_miss_rate": campaign.fit_miss_rate}
         ),
