@@ -14,7 +14,7 @@ from django.urls import reverse
 from labelstudio_lite.labelling.services.campaigns import campaign_create, campaign_new_guideline
 from labelstudio_lite.labelling.services.judge_report import judge_report
 from labelstudio_lite.labelling.services.label_sets import label_set
-from labelstudio_lite.labelling.services.published_report import judge_report_publish
+from labelstudio_lite.labelling.services.published_report import judge_report_publish, published_report
 from tests import factories
 
 from .test_certificates import judged_run, label_all
@@ -148,3 +148,13 @@ def test_an_ordinal_report_shows_weighted_kappa_the_human_ceiling_and_the_altern
     assert "Weighted kappa (linear)" in published_text  # the certificate, as on the page
     campaign_page = owner_client.get(reverse("labelling:campaign", args=[campaign.name])).content.decode()
     assert f" · judge {passed}</td>" in campaign_page and " · judge supported" not in campaign_page  # its strata
+
+    # published, people are numbered as in its labels table, never named (the page names them to the owner)
+    document = published_report(campaign)["report"]["agreement"]
+    numbered = {"annotator 1", "annotator 2", "annotator 3"}
+    assert {row["annotator"] for row in document["alt_test"]["annotators"]} == numbered
+    assert {name for pair in document["ceiling"]["pairs"] for name in pair["annotators"]} == numbered
+    assert "annotator 1 and annotator 2" in published_text
+    for person in people:
+        assert f">{person.username}<" not in published and f'"{person.username}"' not in published
+        assert f">{person.username}<" in page_html or f"{person.username} and" in page_html

@@ -108,14 +108,30 @@ def human_scores(campaign: Campaign) -> dict[int, float]:
     return out
 
 
-def _per_annotator(campaign: Campaign) -> dict[int, dict[str, Any]]:
-    """Each item's counted labels by annotator: the class, or the score on an ordinal campaign."""
+def annotator_numbers(campaign: Campaign) -> dict[tuple[str, Any], str]:
+    """Each annotator (``("user", id)`` or ``("external", name)``) named by the order of their first label in the
+    campaign, "annotator 1" first: how a published report names people, whose names it leaves out."""
+    names: dict[tuple[str, Any], str] = {}
+    rows = Label.objects.filter(item__campaign=campaign).order_by("created_at", "pk")
+    for user_id, external in rows.values_list("annotator_id", "external_annotator").iterator(chunk_size=5000):
+        names.setdefault(("user", user_id) if user_id else ("external", external), f"annotator {len(names) + 1}")
+    return names
+
+
+def _per_annotator(campaign: Campaign, numbers: dict[tuple[str, Any], str] | None = None) -> dict[int, dict[str, Any]]:
+    """Each item's counted labels by annotator (by username, or by ``numbers`` where given): the class, or the score
+    on an ordinal campaign."""
     out: dict[int, dict[str, Any]] = defaultdict(dict)
     rows = Label.objects.filter(item__campaign=campaign).exclude(value=Label.Value.CANT_TELL)
-    for item_id, user, external, value, score in rows.values_list(
-        "item_id", "annotator__username", "external_annotator", "value", "score"
+    for item_id, user_id, user, external, value, score in rows.values_list(
+        "item_id", "annotator_id", "annotator__username", "external_annotator", "value", "score"
     ):
-        out[item_id][user or f"{external} (external)"] = score if campaign.ordinal else value
+        if numbers is not None:
+            key = ("user", user_id) if user_id else ("external", external)
+            who = numbers.setdefault(key, f"annotator {len(numbers) + 1}")  # one who labelled since: numbered next
+        else:
+            who = user or f"{external} (external)"
+        out[item_id][who] = score if campaign.ordinal else value
     return out
 
 
@@ -240,10 +256,17 @@ def _alt_test(
     return result.as_dict(), None
 
 
-def agreement(campaign: Campaign, pairs: Sequence[Pair], judge_scores: dict[int, float] | None = None) -> Agreement:
-    """Everything beside the judge report's core numbers, on the same labelled pairs."""
+def agreement(
+    campaign: Campaign,
+    pairs: Sequence[Pair],
+    judge_scores: dict[int, float] | None = None,
+    *,
+    anonymous: bool = False,
+) -> Agreement:
+    """Everything beside the judge report's core numbers, on the same labelled pairs; ``anonymous`` names the
+    annotators by :func:`annotator_numbers` instead of their usernames."""
     judge_scores = judge_scores or {}
-    by_item = _per_annotator(campaign)
+    by_item = _per_annotator(campaign, annotator_numbers(campaign) if anonymous else None)
     alt, why_not = _alt_test(campaign, by_item, pairs, judge_scores)
     return Agreement(
         ordinal=_ordinal(campaign, pairs, judge_scores) if campaign.ordinal else None,

@@ -285,8 +285,9 @@ def mean_score(
     return found
 
 
-def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -> JudgeReport:
-    """Build the whole report: of the run's judge, or of an imported verdict set (a new judge config)."""
+def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None, anonymous: bool = False) -> JudgeReport:
+    """Build the whole report: of the run's judge, or of an imported verdict set (a new judge config); ``anonymous``
+    names annotators "annotator 1", "annotator 2" (a published report's names) instead of their usernames."""
     word, phrases, failure = unit_word(campaign), fail_phrases(campaign), failure_words(campaign)
     pairs, statuses = labelled_pairs(campaign, judge_verdicts(campaign, verdict_set))
     strata = stratum_population(campaign)
@@ -354,7 +355,7 @@ def judge_report(campaign: Campaign, *, verdict_set: VerdictSet | None = None) -
             "shows": campaign.shows,
         },
         guideline_version=measured.guideline_version,
-        agreement=agreement(campaign, pairs, scores),
+        agreement=agreement(campaign, pairs, scores, anonymous=anonymous),
         certificate=measured.overall.as_dict() if measured.overall else None,
         slice_certificates={name: cert.as_dict() for name, cert in measured.slices.items()},
         failure=failure,

@@ -30,6 +30,7 @@ from evalcore.charts import confusion_heatmap_svg, slice_intervals_svg
 from ..models import Campaign, ExportRecord, Item, Label, VerdictSet
 from ..selectors import final_labels, judge_verdicts
 from .exports import ExportError, record_export
+from .judge_agreement import annotator_numbers
 from .judge_report import JudgeReport, judge_report
 
 PUBLISH_FORMATS = ("html", "json")
@@ -41,7 +42,7 @@ CHARTS_CSS = "css/charts.css"
 
 def _people(campaign: Campaign) -> dict[int, list[dict[str, str]]]:
     """Each item's labels, annotators named by the order of their first label in the campaign."""
-    names: dict[tuple[str, Any], str] = {}
+    names = annotator_numbers(campaign)
     out: dict[int, list[dict[str, str]]] = defaultdict(list)
     rows = (
         Label.objects.filter(item__campaign=campaign)
@@ -50,7 +51,7 @@ def _people(campaign: Campaign) -> dict[int, list[dict[str, str]]]:
     )
     for item_id, user_id, external, value in rows.iterator(chunk_size=5000):
         who = ("user", user_id) if user_id else ("external", external)
-        name = names.setdefault(who, f"annotator {len(names) + 1}")
+        name = names.setdefault(who, f"annotator {len(names) + 1}")  # one who labelled since: numbered next
         out[item_id].append({"annotator": name, "label": value})
     return out
 
@@ -89,7 +90,7 @@ def report_labels(campaign: Campaign, *, verdict_set: VerdictSet | None = None) 
 
 
 def _report_and_document(campaign: Campaign, verdict_set: VerdictSet | None) -> tuple[JudgeReport, dict[str, Any]]:
-    report = judge_report(campaign, verdict_set=verdict_set)
+    report = judge_report(campaign, verdict_set=verdict_set, anonymous=True)  # people by number, not name
     document = {
         "schema": SCHEMA,
         "generated_at": timezone.now().isoformat(),
