@@ -186,22 +186,24 @@ def human_of(i: int) -> bool:
     return i % 3 == 0
 
 
+def labelled_campaign(folder, name: str, *, size: int, human) -> int:
+    """A judged run of RUN_SIZE answers, a campaign of ``size`` over it, and one label per item by ``human(i)``."""
+    built = make_judged_run(
+        folder=folder,
+        claim_verdicts=[answer_claims(judge_of(i)) for i in range(RUN_SIZE)],
+        evalset=name,
+        name=f"{name}-run",
+    )
+    campaign = make_campaign(run=built.run, name=name, size=size, seed=3)
+    qids = Item.objects.filter(campaign=campaign).values_list("row__question__qid", flat=True)
+    import_labels(folder=folder, campaign=campaign, rows=[(q, None, word(human(int(q[1:]))), "r1", "") for q in qids])
+    return campaign.pk
+
+
 @pytest.fixture(scope="module")
 def oversampled(django_db_setup, django_db_blocker, tmp_path_factory):
     with module_data(django_db_blocker):
-        folder = tmp_path_factory.mktemp("corrected")
-        built = make_judged_run(
-            folder=folder,
-            claim_verdicts=[answer_claims(judge_of(i)) for i in range(RUN_SIZE)],
-            evalset="corr",
-            name="corr-run",
-        )
-        campaign = make_campaign(run=built.run, name="corr", size=200, seed=3)
-        qids = Item.objects.filter(campaign=campaign).values_list("row__question__qid", flat=True)
-        import_labels(
-            folder=folder, campaign=campaign, rows=[(q, None, word(human_of(int(q[1:]))), "r1", "") for q in qids]
-        )
-        yield campaign.pk
+        yield labelled_campaign(tmp_path_factory.mktemp("corrected"), "corr", size=200, human=human_of)
 
 
 def test_the_campaign_oversamples_the_judges_rare_unsupported_verdict(oversampled, db):
@@ -292,19 +294,9 @@ def test_the_report_says_where_the_next_labels_narrow_the_corrected_rate_most(ov
 def contrary(django_db_setup, django_db_blocker, tmp_path_factory):
     """People say the opposite of the judge on every labelled answer: sensitivity + specificity = 0."""
     with module_data(django_db_blocker):
-        folder = tmp_path_factory.mktemp("contrary")
-        built = make_judged_run(
-            folder=folder,
-            claim_verdicts=[answer_claims(judge_of(i)) for i in range(RUN_SIZE)],
-            evalset="contrary",
-            name="contrary-run",
+        yield labelled_campaign(
+            tmp_path_factory.mktemp("contrary"), "contrary", size=60, human=lambda i: not judge_of(i)
         )
-        campaign = make_campaign(run=built.run, name="contrary", size=60, seed=3)
-        qids = Item.objects.filter(campaign=campaign).values_list("row__question__qid", flat=True)
-        import_labels(
-            folder=folder, campaign=campaign, rows=[(q, None, word(not judge_of(int(q[1:]))), "r1", "") for q in qids]
-        )
-        yield campaign.pk
 
 
 def test_where_rogan_gladen_is_not_defined_the_reports_say_so_instead_of_printing_dashes(contrary, db, owner_client):
